@@ -1,0 +1,14 @@
+"""tscript_runtime: the standalone runtime for tscript models (numpy + llvmlite only).
+
+It holds THE op library (`tscript_runtime.ops`) that eager tensors in `tscript` also run on.
+"""
+import warnings
+
+from . import dtypes, ops
+from .errors import InputError, ModelError
+
+# numpy warns about 1/0 and log(-1); PyTorch returns inf/nan silently, and so do our kernels.
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"tscript_runtime\.ops(\..*)?$")
+
+__all__ = ["dtypes", "ops", "InputError", "ModelError"]
+__version__ = "0.1.0"

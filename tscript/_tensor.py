@@ -1,0 +1,434 @@
+"""Tensor: a numpy array plus autograd metadata. Every operation goes through `_dispatch.dispatch`
+and the op library; this class holds only the object protocol (properties, operators,
+conversions). Methods that are plain ops are generated from the op table in `_bindings.py`.
+"""
+import numpy as np
+
+from tscript_runtime import dtypes as _dt
+from tscript_runtime.ops import OPS
+
+from . import _dtype
+from ._device import CPU, check_device
+from ._size import Size, size_args
+
+_new = object.__new__
+
+
+def _make(arr: np.ndarray) -> "Tensor":
+    """Wrap an ndarray (already of a tscript dtype) without copying."""
+    t = _new(Tensor)
+    t._data = arr
+    t._vc = [0]
+    return t
+
+
+class Tensor:
+    """A multi-dimensional array on the CPU, as `torch.Tensor`. Create one with `tscript.tensor`,
+    `tscript.zeros`, ...; views (`view`, slicing, `transpose`, `numpy()`) share memory."""
+
+    # Defaults as class attributes keep creating a tensor cheap: an instance stores only what it sets.
+    _base = None              # the tensor this one is a view of
+    _requires_grad = False
+    grad = None               # accumulated gradient (leaves), or retained gradient
+    grad_fn = None            # the autograd node that created this tensor
+    _retains_grad = False
+    _hooks = None             # gradient hooks registered with register_hook
+    __array_priority__ = 1000  # `ndarray + Tensor` defers to Tensor.__radd__
+
+    # -- metadata ---------------------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        """The shape, or the size of one dimension."""
+        if dim is None:
+            return Size(self._data.shape)
+        from tscript_runtime.ops.rules import wrap_dim
+        if self._data.ndim == 0:
+            raise IndexError("size(): dimension specified as 0 but tensor has no dimensions")
+        return self._data.shape[wrap_dim(dim, self._data.ndim, "size")]
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    ndim = property(dim)
+
+    def ndimension(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return self._data.size
+
+    nelement = numel
+
+    @property
+    def dtype(self) -> _dtype.dtype:
+        return _dtype.FROM_NP[self._data.dtype]
+
+    @property
+    def device(self):
+        return CPU
+
+    is_cuda = False
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def _version(self) -> int:
+        return self._vc[0]
+
+    def is_floating_point(self) -> bool:
+        return _dt.is_float(self._data.dtype)
+
+    def is_contiguous(self) -> bool:
+        return self._data.flags.c_contiguous
+
+    def element_size(self) -> int:
+        return self._data.itemsize
+
+    def stride(self, dim=None):
+        """Strides in elements, as PyTorch reports them."""
+        st = tuple(s // self._data.itemsize for s in self._data.strides)
+        return st if dim is None else st[dim]
+
+    def data_ptr(self) -> int:
+        return self._data.ctypes.data
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Set whether autograd records operations on this (leaf) tensor."""
+        if not requires_grad and self.grad_fn is not None:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to "
+                               "use a computed variable in a subgraph that doesn't require differentiation "
+                               "use var_no_grad = var.detach().")
+        if requires_grad and not _dt.is_float(self._data.dtype):
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def data(self) -> "Tensor":
+        """This tensor's data, detached from autograd (shares memory)."""
+        return self.detach()
+
+    @data.setter
+    def data(self, other: "Tensor") -> None:
+        self._data = other._data
+
+    # -- conversion to Python and numpy --------------------------------------------------------------
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return self._data.reshape(()).item()
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def numpy(self, force: bool = False) -> np.ndarray:
+        """The data as an ndarray sharing memory with this tensor."""
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                               "instead.")
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        return self._data if dtype is None else self._data.astype(dtype)
+
+    def _scalar(self, kind: str):
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return self._data.reshape(()).item()
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self._data.reshape(()).item())
+
+    def __float__(self) -> float:
+        return float(self._scalar("float"))
+
+    def __int__(self) -> int:
+        return int(self._scalar("int"))
+
+    def __index__(self) -> int:
+        if not _dt.is_integral(self._data.dtype, include_bool=True):
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self._scalar("index"))
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        from ._format import tensor_repr
+        return tensor_repr(self)
+
+    def __format__(self, spec: str) -> str:
+        if self._data.ndim == 0 and spec:
+            return format(self._data.item(), spec)
+        return repr(self)
+
+    # -- copies, dtype and device ---------------------------------------------------------------------
+    def to(self, *args, **kwargs) -> "Tensor":
+        """`to(dtype)`, `to("cpu")`, `to(other)`, `to("cpu", dtype)`; returns self when nothing changes."""
+        dtype = kwargs.pop("dtype", None)
+        copy = kwargs.pop("copy", False)
+        check_device(kwargs.pop("device", None))
+        kwargs.pop("non_blocking", None)
+        if kwargs:
+            raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+        for a in args:
+            if isinstance(a, Tensor):
+                dtype = a.dtype
+            elif isinstance(a, str) and a not in _dt.BY_NAME or a.__class__.__name__ == "device":
+                check_device(a)
+            else:
+                dtype = a
+        return dispatch(OPS["aten::to"], (self, dtype, copy))
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return f"tscript.{_dt.TORCH_NAMES[self._data.dtype]}Tensor"
+        return self.to(dtype)
+
+    def type_as(self, other: "Tensor") -> "Tensor":
+        return self.to(other.dtype)
+
+    def float(self) -> "Tensor":
+        return self.to(_dtype.float32)
+
+    def double(self) -> "Tensor":
+        return self.to(_dtype.float64)
+
+    def long(self) -> "Tensor":
+        return self.to(_dtype.int64)
+
+    def int(self) -> "Tensor":
+        return self.to(_dtype.int32)
+
+    def bool(self) -> "Tensor":
+        return self.to(_dtype.bool_)
+
+    def cpu(self) -> "Tensor":
+        return self
+
+    def detach(self) -> "Tensor":
+        """A new tensor sharing data (and version counter) with this one, outside autograd."""
+        t = _make(self._data)
+        t._vc = self._vc
+        t._base = self._base if self._base is not None else self
+        return t
+
+    def detach_(self) -> "Tensor":
+        self.grad_fn = None
+        self._requires_grad = False
+        return self
+
+    # -- shapes given as varargs --------------------------------------------------------------------
+    def view(self, *shape) -> "Tensor":
+        return dispatch(OPS["aten::view"], (self, size_args(shape, "view")))
+
+    def reshape(self, *shape) -> "Tensor":
+        return dispatch(OPS["aten::reshape"], (self, size_args(shape, "reshape")))
+
+    def permute(self, *dims) -> "Tensor":
+        return dispatch(OPS["aten::permute"], (self, size_args(dims, "permute")))
+
+    def expand(self, *sizes) -> "Tensor":
+        return dispatch(OPS["aten::expand"], (self, size_args(sizes, "expand")))
+
+    def repeat(self, *sizes) -> "Tensor":
+        return dispatch(OPS["aten::repeat"], (self, size_args(sizes, "repeat")))
+
+    def flip(self, *dims) -> "Tensor":
+        return dispatch(OPS["aten::flip"], (self, size_args(dims, "flip")))
+
+    def view_as(self, other: "Tensor") -> "Tensor":
+        return self.view(other._data.shape)
+
+    def reshape_as(self, other: "Tensor") -> "Tensor":
+        return self.reshape(other._data.shape)
+
+    def expand_as(self, other: "Tensor") -> "Tensor":
+        return self.expand(other._data.shape)
+
+    @property
+    def T(self) -> "Tensor":
+        return self.permute(tuple(range(self._data.ndim - 1, -1, -1)))
+
+    @property
+    def mT(self) -> "Tensor":
+        return self.transpose(-2, -1)
+
+    def new_zeros(self, *size, dtype=None, requires_grad=False) -> "Tensor":
+        from . import _creation
+        return _creation.zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_ones(self, *size, dtype=None, requires_grad=False) -> "Tensor":
+        from . import _creation
+        return _creation.ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_full(self, size, fill_value, dtype=None, requires_grad=False) -> "Tensor":
+        from . import _creation
+        return _creation.full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_tensor(self, data, dtype=None, requires_grad=False) -> "Tensor":
+        from . import _creation
+        return _creation.tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    # -- operators ------------------------------------------------------------------------------------
+    def __add__(self, other):
+        return dispatch(_ADD, (self, other))
+
+    def __radd__(self, other):
+        return dispatch(_ADD, (other, self))
+
+    def __iadd__(self, other):
+        return dispatch(OPS["aten::add_"], (self, other))
+
+    def __sub__(self, other):
+        return dispatch(_SUB, (self, other))
+
+    def __rsub__(self, other):
+        return dispatch(_SUB, (other, self))
+
+    def __isub__(self, other):
+        return dispatch(OPS["aten::sub_"], (self, other))
+
+    def __mul__(self, other):
+        return dispatch(_MUL, (self, other))
+
+    def __rmul__(self, other):
+        return dispatch(_MUL, (other, self))
+
+    def __imul__(self, other):
+        return dispatch(OPS["aten::mul_"], (self, other))
+
+    def __truediv__(self, other):
+        return dispatch(_DIV, (self, other))
+
+    def __rtruediv__(self, other):
+        return dispatch(_DIV, (other, self))
+
+    def __itruediv__(self, other):
+        return dispatch(OPS["aten::div_"], (self, other))
+
+    def __floordiv__(self, other):
+        return dispatch(OPS["aten::floor_divide"], (self, other))
+
+    def __rfloordiv__(self, other):
+        return dispatch(OPS["aten::floor_divide"], (other, self))
+
+    def __ifloordiv__(self, other):
+        return dispatch(OPS["aten::floor_divide_"], (self, other))
+
+    def __mod__(self, other):
+        return dispatch(OPS["aten::remainder"], (self, other))
+
+    def __rmod__(self, other):
+        return dispatch(OPS["aten::remainder"], (other, self))
+
+    def __imod__(self, other):
+        return dispatch(OPS["aten::remainder_"], (self, other))
+
+    def __pow__(self, other):
+        return dispatch(OPS["aten::pow"], (self, other))
+
+    def __rpow__(self, other):
+        return dispatch(OPS["aten::pow"], (other, self))
+
+    def __ipow__(self, other):
+        return dispatch(OPS["aten::pow_"], (self, other))
+
+    def __matmul__(self, other):
+        return dispatch(OPS["aten::matmul"], (self, other))
+
+    def __rmatmul__(self, other):
+        return dispatch(OPS["aten::matmul"], (other, self))
+
+    def __neg__(self):
+        return dispatch(OPS["aten::neg"], (self,))
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return dispatch(OPS["aten::abs"], (self,))
+
+    def __invert__(self):
+        return dispatch(OPS["aten::bitwise_not"], (self,))
+
+    def __and__(self, other):
+        return dispatch(OPS["aten::bitwise_and"], (self, other))
+
+    __rand__ = __and__
+
+    def __iand__(self, other):
+        return dispatch(OPS["aten::bitwise_and_"], (self, other))
+
+    def __or__(self, other):
+        return dispatch(OPS["aten::bitwise_or"], (self, other))
+
+    __ror__ = __or__
+
+    def __ior__(self, other):
+        return dispatch(OPS["aten::bitwise_or_"], (self, other))
+
+    def __xor__(self, other):
+        return dispatch(OPS["aten::bitwise_xor"], (self, other))
+
+    __rxor__ = __xor__
+
+    def __ixor__(self, other):
+        return dispatch(OPS["aten::bitwise_xor_"], (self, other))
+
+    def __eq__(self, other):
+        return dispatch(OPS["aten::eq"], (self, other))
+
+    def __ne__(self, other):
+        return dispatch(OPS["aten::ne"], (self, other))
+
+    def __lt__(self, other):
+        return dispatch(OPS["aten::lt"], (self, other))
+
+    def __le__(self, other):
+        return dispatch(OPS["aten::le"], (self, other))
+
+    def __gt__(self, other):
+        return dispatch(OPS["aten::gt"], (self, other))
+
+    def __ge__(self, other):
+        return dispatch(OPS["aten::ge"], (self, other))
+
+    def __getitem__(self, index):
+        from ._indexing import getitem
+        return getitem(self, index)
+
+    def __setitem__(self, index, value):
+        from ._indexing import setitem
+        setitem(self, index, value)
+
+
+_ADD, _SUB, _MUL, _DIV = (OPS[f"aten::{n}"] for n in ("add", "sub", "mul", "div"))
+
+from ._dispatch import dispatch  # noqa: E402  (dispatch needs the Tensor class defined above)
