@@ -14,7 +14,7 @@ from ._device import device
 from ._dtype import (bool_, dtype, float32, float64, get_default_dtype, int32, int64,
                      set_default_dtype)
 from ._size import Size
-from . import _bindings
+from . import _api_indexing, _api_linalg, _api_reductions, _bindings
 
 float = float32  # noqa: A001  (PyTorch's aliases)
 double = float64
@@ -32,6 +32,9 @@ def numel(input: Tensor) -> "builtins.int":
     return input.numel()
 
 
+for _api in (_api_indexing, _api_linalg, _api_reductions):
+    globals().update(_api.FUNCTIONS)
+    _bindings.install_methods(_api.METHODS)
 globals().update(_bindings.generated(globals()))
 
 __version__ = "0.1.0"

@@ -1,0 +1,34 @@
+"""Shared test helpers: tolerances of SPEC.md and the optional PyTorch oracle."""
+import numpy as np
+import pytest
+
+try:
+    import torch
+except ImportError:  # PyTorch is an oracle, never a dependency
+    torch = None
+
+
+@pytest.fixture
+def oracle():
+    """The `torch` module, or skip the test when PyTorch is not installed."""
+    if torch is None:
+        pytest.skip("PyTorch not installed (oracle comparisons skipped)")
+    return torch
+
+
+def to_numpy(x):
+    """A tscript tensor, torch tensor, array or number as an ndarray."""
+    if hasattr(x, "detach") and hasattr(x, "numpy"):
+        x = x.detach()
+    if hasattr(x, "numpy"):
+        return np.asarray(x.numpy())
+    return np.asarray(x)
+
+
+def assert_close(actual, expected, rtol=1e-5, atol=1e-6, check_dtype=True):
+    """Values (and, by default, numpy dtypes) equal to float32 tolerance."""
+    a, e = to_numpy(actual), to_numpy(expected)
+    assert a.shape == e.shape, f"shape {a.shape} != {e.shape}"
+    if check_dtype:
+        assert a.dtype == e.dtype, f"dtype {a.dtype} != {e.dtype}"
+    np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
