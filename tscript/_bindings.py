@@ -41,7 +41,7 @@ def generated(namespace: dict) -> dict:
         short = name[6:]
         if _is_method(op) and short not in Tensor.__dict__:
             setattr(Tensor, short, _method(op))
-        if short not in namespace and not short.endswith("_"):
+        if short not in namespace and not short.endswith("_") and not op.extra.get("method_only"):
             new[short] = _function(op)
     return new
 

@@ -50,16 +50,21 @@ def _from_python(data) -> np.ndarray:
     except (ValueError, TypeError) as e:
         raise TypeError(f"tensor(): could not convert data of type {type(data).__name__}: {e}") from None
     if arr.dtype.kind not in "biuf":
-        raise TypeError(f"tensor(): invalid data type '{type(_first_leaf(data)).__name__}'")
+        raise TypeError(f"tensor(): invalid data type '{type(_bad_leaf(data)).__name__}'")
     if arr.dtype.kind == "f" and not isinstance(data, (np.ndarray, np.generic)):
         return arr.astype(_dt.defaults.float_dtype)
     return _convertible(arr)
 
 
-def _first_leaf(data):
-    while isinstance(data, (list, tuple)) and data:
-        data = data[0]
-    return data
+def _bad_leaf(data):
+    """The first element of nested `data` that is not a number."""
+    if isinstance(data, (list, tuple)):
+        for x in data:
+            bad = _bad_leaf(x)
+            if bad is not None:
+                return bad
+        return None
+    return None if isinstance(data, (int, float, bool, np.number, np.bool_, Tensor)) else data
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:

@@ -7,7 +7,7 @@ from .. import dtypes as dt
 from ..errors import OpRuntimeError, fmt_shape
 from .random import numpy_generator
 from .registry import register
-from .rules import same_dtype, shape_of
+from .rules import same_dtype, same_shape
 
 
 def check_size(size, op: str) -> tuple:
@@ -52,7 +52,7 @@ def full(size, fill_value, dtype=None):
 
 
 def _like(name, fill):
-    register(f"aten::{name}(Tensor self, *, ScalarType? dtype=None) -> Tensor", shape=shape_of,
+    register(f"aten::{name}(Tensor self, *, ScalarType? dtype=None) -> Tensor", shape=same_shape,
              dtype=lambda self, dtype=None: dt.resolve(dtype) or self.dtype)(
         lambda self, dtype=None: fill(self.shape, dt.resolve(dtype) or self.dtype))
 
@@ -63,7 +63,7 @@ _like("empty_like", np.empty)
 
 
 @register("aten::full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor",
-          shape=shape_of, dtype=lambda self, fill_value, dtype=None: dt.resolve(dtype) or self.dtype)
+          shape=same_shape, dtype=lambda self, fill_value, dtype=None: dt.resolve(dtype) or self.dtype)
 def full_like(self, fill_value, dtype=None):
     return np.full(self.shape, fill_value, dt.resolve(dtype) or self.dtype)
 
@@ -144,7 +144,7 @@ def randperm(n, generator=None, dtype=None):
 def _fill(name, schema_args, draw):
     """In-place random fills used by nn.init (`uniform_`, `normal_`)."""
     register(f"aten::{name}(Tensor(a!) self, {schema_args}, *, Generator? generator=None) -> Tensor(a!)",
-             shape=shape_of, dtype=same_dtype)(draw)
+             shape=same_shape, dtype=same_dtype)(draw)
 
 
 def _uniform_(self, low=0.0, high=1.0, generator=None):
@@ -171,7 +171,7 @@ _fill("normal_", "float mean=0.0, float std=1.0", _normal_)
 _fill("bernoulli_", "float p=0.5", _bernoulli_)
 
 
-@register("aten::fill_(Tensor(a!) self, Tensor|Scalar value) -> Tensor(a!)", shape=shape_of, dtype=same_dtype)
+@register("aten::fill_(Tensor(a!) self, Tensor|Scalar value) -> Tensor(a!)", shape=same_shape, dtype=same_dtype)
 def fill_(self, value):
     if getattr(value, "ndim", 0):
         raise OpRuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
@@ -180,13 +180,13 @@ def fill_(self, value):
     return self
 
 
-@register("aten::zero_(Tensor(a!) self) -> Tensor(a!)", shape=shape_of, dtype=same_dtype)
+@register("aten::zero_(Tensor(a!) self) -> Tensor(a!)", shape=same_shape, dtype=same_dtype)
 def zero_(self):
     self[...] = 0
     return self
 
 
-@register("aten::copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)", shape=shape_of, dtype=same_dtype)
+@register("aten::copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)", shape=same_shape, dtype=same_dtype)
 def copy_(self, src):
     try:
         self[...] = np.broadcast_to(src, self.shape)

@@ -17,15 +17,24 @@ def _binary_shape(self, other, *rest):
     return broadcast_args(self, other)
 
 
+_SCALARS = (int, float, bool)
+
+
 def _fast_pair(a, b):
-    """Both arrays of one dtype: numpy's promotion is already PyTorch's."""
-    return a.__class__ is ndarray and b.__class__ is ndarray and a.dtype is b.dtype
+    """True when numpy's promotion already is PyTorch's: two arrays of one dtype, or an array and a
+    Python scalar that does not lift it to another category (numpy sends `int array + 0.5` to
+    float64, PyTorch to the default float)."""
+    if a.__class__ is ndarray:
+        if b.__class__ is ndarray:
+            return a.dtype is b.dtype
+        return b.__class__ in _SCALARS and (a.dtype.kind == "f" or b.__class__ is not float)
+    return b.__class__ is ndarray and a.__class__ in _SCALARS and (b.dtype.kind == "f" or a.__class__ is not float)
 
 
 def _binary_kernel(fn):
     def kernel(self, other):
         if _fast_pair(self, other):
-            return fn(self, other)
+            return as_array(fn(self, other))
         (a, b), _ = common(self, other)
         return as_array(fn(a, b))
     kernel.__name__ = fn.__name__
@@ -57,7 +66,7 @@ def _add_dtype(self, other, alpha=1):
           shape=_binary_shape, dtype=_add_dtype, inplace=True)
 def add(self, other, alpha=1):
     if alpha == 1 and _fast_pair(self, other):
-        return np.add(self, other)
+        return as_array(np.add(self, other))
     (a, b), out = common(self, other)
     _check_alpha(out, alpha)
     return as_array(np.add(a, b if alpha == 1 else b * cast(alpha, out)), out)
@@ -66,8 +75,9 @@ def add(self, other, alpha=1):
 @register("aten::sub(Tensor|Scalar self, Tensor|Scalar other, *, Scalar alpha=1) -> Tensor",
           shape=_binary_shape, dtype=_no_bool_sub, inplace=True)
 def sub(self, other, alpha=1):
-    if alpha == 1 and _fast_pair(self, other) and self.dtype is not dt.bool_:
-        return np.subtract(self, other)
+    if alpha == 1 and _fast_pair(self, other) and getattr(self, "dtype", None) is not dt.bool_ \
+            and getattr(other, "dtype", None) is not dt.bool_:
+        return as_array(np.subtract(self, other))
     out = _no_bool_sub(self, other)
     _check_alpha(out, alpha)
     (a, b), out = common(self, other)
@@ -100,10 +110,11 @@ def _int_div_check(b):
 @register("aten::div(Tensor|Scalar self, Tensor|Scalar other, *, str? rounding_mode=None) -> Tensor",
           shape=_binary_shape, dtype=_div_dtype, inplace=True)
 def div(self, other, rounding_mode=None):
+    if rounding_mode is None and _fast_pair(self, other) \
+            and (self if self.__class__ is ndarray else other).dtype.kind == "f":
+        return as_array(np.true_divide(self, other))
     out = _div_dtype(self, other, rounding_mode)
     if rounding_mode is None:
-        if _fast_pair(self, other) and dt.is_float(self.dtype):
-            return np.true_divide(self, other)
         return as_array(np.true_divide(cast(self, out), cast(other, out)), out)
     (a, b), out = common(self, other)
     if not dt.is_float(out):

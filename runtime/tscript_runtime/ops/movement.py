@@ -5,14 +5,14 @@ from .. import dtypes as dt
 from ..errors import OpIndexError, OpRuntimeError, fmt_shape
 from ._cast import as_array
 from .registry import register
-from .rules import infer_size, numel, same_dtype, shape_of, wrap_dim, wrap_dims
+from .rules import infer_size, numel, same_dtype, same_shape, shape_of, wrap_dim, wrap_dims
 
 
 def _view_shape(self, size):
     return infer_size("view", self.shape, size)
 
 
-@register("aten::view(Tensor(a) self, int[] size) -> Tensor(a)", shape=_view_shape, dtype=same_dtype)
+@register("aten::view(Tensor(a) self, int[] size) -> Tensor(a)", shape=_view_shape, method_only=True, dtype=same_dtype)
 def view(self, size):
     size = _view_shape(self, size)
     try:
@@ -101,7 +101,7 @@ def _expand_shape(self, size):
     return tuple(out)
 
 
-@register("aten::expand(Tensor(a) self, int[] size) -> Tensor(a)", shape=_expand_shape, dtype=same_dtype)
+@register("aten::expand(Tensor(a) self, int[] size) -> Tensor(a)", shape=_expand_shape, method_only=True, dtype=same_dtype)
 def expand(self, size):
     return np.broadcast_to(self, _expand_shape(self, size))
 
@@ -197,7 +197,7 @@ def _slice_shape(self, dim=0, start=None, end=None, step=1, length=None):
 
 
 @register("aten::slice(Tensor(a) self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor(a)",
-          shape=_slice_shape, dtype=same_dtype)
+          shape=_slice_shape, method_only=True, dtype=same_dtype)
 def slice_(self, dim=0, start=None, end=None, step=1):
     _slice_shape(self, dim, start, end, step)
     d = wrap_dim(dim, self.ndim)
@@ -268,18 +268,18 @@ def chunk(self, chunks, dim=0):
     return [self[(slice(None),) * d + (slice(a, b),)] for a, b in bounds]
 
 
-@register("aten::contiguous(Tensor(a) self) -> Tensor(a)", shape=shape_of, dtype=same_dtype)
+@register("aten::contiguous(Tensor(a) self) -> Tensor(a)", shape=same_shape, method_only=True, dtype=same_dtype)
 def contiguous(self):
     return np.ascontiguousarray(self)
 
 
-@register("aten::clone(Tensor self) -> Tensor", shape=shape_of, dtype=same_dtype)
+@register("aten::clone(Tensor self) -> Tensor", shape=same_shape, dtype=same_dtype)
 def clone(self):
     return self.copy()
 
 
 @register("aten::to(Tensor(a) self, ScalarType? dtype=None, bool copy=False) -> Tensor(a)",
-          shape=shape_of, dtype=lambda self, dtype=None, copy=False: dt.resolve(dtype) or self.dtype)
+          shape=same_shape, method_only=True, dtype=lambda self, dtype=None, copy=False: dt.resolve(dtype) or self.dtype)
 def to(self, dtype=None, copy=False):
     dtype = dt.resolve(dtype) or self.dtype
     if dtype == self.dtype and not copy:
@@ -298,14 +298,14 @@ def _repeat_shape(self, repeats):
     return tuple(s * r for s, r in zip(shape, repeats))
 
 
-@register("aten::repeat(Tensor self, int[] repeats) -> Tensor", shape=_repeat_shape, dtype=same_dtype)
+@register("aten::repeat(Tensor self, int[] repeats) -> Tensor", shape=_repeat_shape, method_only=True, dtype=same_dtype)
 def repeat(self, repeats):
     out = _repeat_shape(self, repeats)
     repeats = tuple(repeats) if isinstance(repeats, (list, tuple)) else (repeats,)
     return as_array(np.tile(self, repeats)).reshape(out)
 
 
-@register("aten::flip(Tensor self, int[] dims) -> Tensor", shape=shape_of, dtype=same_dtype)
+@register("aten::flip(Tensor self, int[] dims) -> Tensor", shape=same_shape, dtype=same_dtype)
 def flip(self, dims):
     return np.flip(self, wrap_dims(dims, self.ndim, "flip")).copy()
 
@@ -332,13 +332,13 @@ for _name, _fn in (("tril", np.tril), ("triu", np.triu)):
              inplace=True)(_tri_kernel(_name, _fn))
 
 
-@register("aten::size(Tensor self, int dim) -> int", shape=None, dtype=None)
+@register("aten::size(Tensor self, int dim) -> int", shape=None, method_only=True, dtype=None)
 def size(self, dim):
     if self.ndim == 0:
         raise OpIndexError("size(): dimension specified as 0 but tensor has no dimensions")
     return self.shape[wrap_dim(dim, self.ndim, "size")]
 
 
-@register("aten::detach(Tensor(a) self) -> Tensor(a)", shape=shape_of, dtype=same_dtype)
+@register("aten::detach(Tensor(a) self) -> Tensor(a)", shape=same_shape, dtype=same_dtype)
 def detach(self):
     return self.view()

@@ -1,0 +1,53 @@
+"""Sample calls for every op in the table: positional arguments in schema order (omitted trailing
+arguments take their defaults). Used to check that each op's shape and dtype rules predict what its
+kernel returns, so a new op without samples (or with a rule that disagrees) fails the suite."""
+import numpy as np
+
+F = np.arange(12, dtype=np.float32).reshape(3, 4) / 7 + 0.1
+D = F.astype(np.float64)
+I = np.arange(12, dtype=np.int64).reshape(3, 4)
+I32 = I.astype(np.int32)
+B = F > 0.8
+ROW = np.linspace(0.5, 2, 4, dtype=np.float32)
+F3 = np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 5
+
+_BINARY = [(F, ROW), (I, 2), (I32, F), (2.5, I), (F, D[0])]
+_UNARY = [(F,), (D,), (I,)]
+
+SAMPLES = {
+    **{f"aten::{n}": _BINARY for n in ("add", "mul", "maximum", "minimum", "remainder", "floor_divide")},
+    "aten::maximum": [(F, ROW), (I, I32)], "aten::minimum": [(F, ROW), (I, I32)],
+    "aten::sub": [(F, ROW), (I, 2), (I32, F), (F, D[0], 2)], "aten::rsub": [(F, 2.0), (I, ROW)],
+    "aten::div": [(F, ROW), (I, 2), (I, 2, "trunc"), (I32, I + 1, "floor"), (F, 3, "floor")],
+    "aten::pow": [(F, 2), (I, 2), (2.0, F), (I32, F)],
+    **{f"aten::{n}": [(F, ROW), (I, 3), (B, B)] for n in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and",
+                                                            "logical_or", "logical_xor")},
+    **{f"aten::{n}": [(I, I32), (B, B), (B, 1)] for n in ("bitwise_and", "bitwise_or", "bitwise_xor")},
+    **{f"aten::{n}": _UNARY for n in ("exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh",
+                                      "sigmoid", "erf", "reciprocal", "abs", "sign", "relu", "floor", "ceil",
+                                      "round", "trunc", "neg")},
+    "aten::logical_not": [(F,), (B,)], "aten::bitwise_not": [(I,), (B,)],
+    "aten::where": [(B, F, I), (B, 1.5, I), (B, D, F)],
+    "aten::clamp": [(F, 0.2, 0.9), (I, None, 5), (I, 0.5), (F, ROW, None)],
+    "aten::lerp": [(F, D, 0.3), (F, ROW, F)],
+    "aten::view": [(F, (4, 3)), (F, [-1])], "aten::reshape": [(F.T, (12,)), (F, (2, -1))],
+    "aten::permute": [(F3, (2, 0, 1))], "aten::transpose": [(F3, 0, -1)], "aten::t": [(F,), (ROW,)],
+    "aten::expand": [(ROW, (3, 4)), (F[:1], (2, 3, -1))], "aten::squeeze": [(F[:1],), (F3[:1], 0)],
+    "aten::unsqueeze": [(F, -1), (F, 0)], "aten::flatten": [(F3,), (F3, 1)],
+    "aten::narrow": [(F, 1, 1, 2), (F, 0, -2, 2)], "aten::select": [(F3, 1, -1)],
+    "aten::slice": [(F, 1, 1, None, 2), (F, 0, -2)], "aten::unbind": [(F3, 1)],
+    "aten::split": [(F, 2, 1), (F, [1, 2])], "aten::chunk": [(F, 3, 1)],
+    "aten::contiguous": [(F.T,)], "aten::clone": [(F,)], "aten::to": [(F, np.dtype(np.float64)), (I, None)],
+    "aten::repeat": [(ROW, (2, 2))], "aten::flip": [(F, (0,))], "aten::tril": [(F, 1)], "aten::triu": [(I, -1)],
+    "aten::detach": [(F,)],
+    "aten::zeros": [((2, 3),), ((2,), np.dtype(np.int32))], "aten::ones": [((0, 3),)], "aten::empty": [((4,),)],
+    "aten::full": [((2, 2), 3), ((2,), 1.5), ((1,), True)],
+    "aten::zeros_like": [(I,)], "aten::ones_like": [(F, np.dtype(np.float64))], "aten::empty_like": [(B,)],
+    "aten::full_like": [(F, 2)], "aten::arange": [(5,), (1, 2, 0.25), (0, 10, 3)],
+    "aten::linspace": [(0, 1, 5)], "aten::eye": [(3,), (2, 4)],
+    "aten::rand": [((2, 3),)], "aten::randn": [((4,), None, np.dtype(np.float64))],
+    "aten::randint": [(0, 5, (3,))], "aten::randperm": [(6,)],
+}
+
+# Ops that return Python values or write into their first argument: no TensorMeta to compare.
+NOT_TENSOR_VALUED = {"aten::size"}
