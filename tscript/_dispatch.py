@@ -12,6 +12,8 @@ from tscript_runtime.ops import OPS, OpDef
 from tscript_runtime.ops.registry import TensorMeta
 
 from ._tensor import Tensor, _make
+from .autograd.grad_mode import state as _grad_state
+from .autograd.record import run_recorded
 
 _NUMBERS = (int, float, bool)
 _ndarray = np.ndarray
@@ -23,27 +25,38 @@ def _is_tensor(x) -> bool:
 
 
 def dispatch(op: OpDef, args: tuple, kwargs: dict | None = None):
-    """Run `op` on tscript values; returns Tensor(s) or Python values per the op's schema."""
-    if kwargs or not op.n_required <= len(args) <= op.n_positional:
+    """Run `op` on tscript values; returns Tensor(s) or Python values per the op's schema.
+    `args` are positional; a tuple of every argument in schema order (as graphs hold them) also works."""
+    if kwargs or not (op.n_required <= len(args) <= op.n_positional or len(args) == len(op.defaults)):
         args = op.schema.bind(args, kwargs, _is_tensor)
     elif len(args) < len(op.defaults):
         args = args + op.defaults[len(args):]
     arrays = list(args)
+    needs_grad = False
     for i in op.tensor_pos:
         a = args[i]
         if isinstance(a, Tensor):
             arrays[i] = a._data
-        elif a is not None and a.__class__ not in _NUMBERS:
+            needs_grad = needs_grad or a._requires_grad
+        elif a is not None and (a.__class__ not in _NUMBERS or op.schema.args[i].base_type == "Tensor"):
             op.schema.check_types(args, _is_tensor)  # raises the TypeError naming the argument
     for i in op.list_pos:
         arrays[i] = _unwrap_list(op, args, i)
+        needs_grad = needs_grad or any(t is not None and t._requires_grad for t in args[i])
+    if needs_grad and _grad_state.enabled:
+        return run_recorded(op, args, arrays, lambda arr: _run(op, args, arr),
+                            lambda out: _wrap(op, out, args, arrays))
+    return _wrap(op, _run(op, args, arrays), args, arrays)
+
+
+def _run(op: OpDef, args, arrays):
+    """The kernel's result; numpy's complaints become clear errors (our own bugs propagate)."""
     try:
-        out = op.kernel(*arrays)
+        return op.kernel(*arrays)
     except OpError:
         raise
-    except (ValueError, TypeError, IndexError, ArithmeticError) as e:  # numpy's complaints, not our bugs
+    except (ValueError, TypeError, IndexError, ArithmeticError) as e:
         raise _explain(op, args, arrays, e) from e
-    return _wrap(op, out, args, arrays)
 
 
 def _unwrap_list(op: OpDef, args, i: int) -> list:
@@ -96,7 +109,8 @@ def _wrap_alias(op: OpDef, out, src: Tensor, src_array):
 
 
 def _view_of(src: Tensor, arr) -> Tensor:
-    if not np.may_share_memory(arr, src._data):  # e.g. reshape had to copy
+    # e.g. reshape had to copy; an empty view shares no bytes but is still a view
+    if arr.size and not np.may_share_memory(arr, src._data):
         return _make(arr)
     t = _make(arr)
     t._vc = src._vc

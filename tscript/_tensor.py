@@ -32,7 +32,8 @@ class Tensor:
     grad = None               # accumulated gradient (leaves), or retained gradient
     grad_fn = None            # the autograd node that created this tensor
     _retains_grad = False
-    _hooks = None             # gradient hooks registered with register_hook
+    _hooks = None             # gradient hooks of a leaf, registered with register_hook
+    _output_nr = 0            # which output of grad_fn this tensor is
     __array_priority__ = 1000  # `ndarray + Tensor` defers to Tensor.__radd__
 
     # -- metadata ---------------------------------------------------------------------------------
@@ -115,6 +116,39 @@ class Tensor:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = bool(requires_grad)
         return self
+
+    # -- autograd ---------------------------------------------------------------------------------------
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+        """Accumulate the gradient of this tensor into the `.grad` of the graph's leaves."""
+        from .autograd import backward
+        backward(self, gradient, retain_graph, create_graph, inputs)
+
+    def register_hook(self, hook):
+        """Call `hook(grad)` when this tensor's gradient is computed; a returned tensor replaces it."""
+        from .autograd.graph import RemovableHandle
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is None:
+            if self._hooks is None:
+                self._hooks = []
+            hooks = self._hooks
+        else:
+            hooks = self.grad_fn.tensor_hooks.setdefault(self._output_nr, [])
+        hooks.append(hook)
+        return RemovableHandle(hooks, hook)
+
+    def retain_grad(self) -> None:
+        """Keep `.grad` for this non-leaf tensor after backward (leaves always keep it)."""
+        import weakref
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is not None:
+            self.grad_fn.retained[self._output_nr] = weakref.ref(self)
+            self._retains_grad = True
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
 
     @property
     def data(self) -> "Tensor":

@@ -199,11 +199,15 @@ def _erf(x):
 
 
 def _sigmoid(x):
-    return 1 / (1 + np.exp(-x))
+    out = np.negative(x)  # one buffer, updated in place: no temporaries for 4M-element inputs
+    np.exp(out, out=out)
+    out += 1
+    return np.reciprocal(out, out=out)
 
 
 def _rsqrt(x):
-    return 1 / np.sqrt(x)
+    out = np.sqrt(x)
+    return np.reciprocal(out, out=out)
 
 
 def _relu(x):

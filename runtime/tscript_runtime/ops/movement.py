@@ -175,12 +175,15 @@ def _select_index(self, dim, index):
     return d, index % size
 
 
-@register("aten::select(Tensor(a) self, int dim, int index) -> Tensor(a)",
-          shape=lambda self, dim, index: tuple(s for i, s in enumerate(self.shape)
-                                               if i != _select_index(self, dim, index)[0]), dtype=same_dtype)
+def _select_shape(self, dim, index):
+    d = _select_index(self, dim, index)[0]
+    return self.shape[:d] + self.shape[d + 1:]
+
+
+@register("aten::select(Tensor(a) self, int dim, int index) -> Tensor(a)", shape=_select_shape, dtype=same_dtype)
 def select(self, dim, index):
     d, i = _select_index(self, dim, index)
-    return self[(slice(None),) * d + (i,)]
+    return self[(slice(None),) * d + (i, ...)]  # `...` keeps a 0-dim result a view
 
 
 def _slice_shape(self, dim=0, start=None, end=None, step=1, length=None):
@@ -215,7 +218,7 @@ def unbind(self, dim=0):
     if self.ndim == 0:
         raise OpIndexError("unbind() cannot be applied to a 0-dim tensor.")
     d = wrap_dim(dim, self.ndim, "unbind")
-    return [self[(slice(None),) * d + (i,)] for i in range(self.shape[d])]
+    return [self[(slice(None),) * d + (i, ...)] for i in range(self.shape[d])]
 
 
 def _split_bounds(self, split_size, dim):
@@ -342,3 +345,35 @@ def size(self, dim):
 @register("aten::detach(Tensor(a) self) -> Tensor(a)", shape=same_shape, dtype=same_dtype)
 def detach(self):
     return self.view()
+
+
+def _scatter_check(op, self, src, view_shape):
+    if tuple(src.shape) != tuple(view_shape):
+        raise OpRuntimeError(f"{op}: expected src to have a size equal to the slice of self. src size = "
+                             f"{fmt_shape(src.shape)}, slice size = {fmt_shape(view_shape)}")
+    return shape_of(self)
+
+
+@register("aten::slice_scatter(Tensor self, Tensor src, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor",
+          shape=lambda self, src, dim=0, start=None, end=None, step=1: _scatter_check(
+              "slice_scatter", self, src, _slice_shape(self, dim, start, end, step)),
+          dtype=same_dtype)
+def slice_scatter(self, src, dim=0, start=None, end=None, step=1):
+    """`self` with the slice `[start:end:step]` along `dim` replaced by `src` (a new tensor)."""
+    _scatter_check("slice_scatter", self, src, _slice_shape(self, dim, start, end, step))
+    out = self.copy()
+    out[(slice(None),) * wrap_dim(dim, self.ndim) + (slice(start, end, step),)] = src
+    return out
+
+
+@register("aten::select_scatter(Tensor self, Tensor src, int dim, int index) -> Tensor",
+          shape=lambda self, src, dim, index: _scatter_check(
+              "select_scatter", self, src, _select_shape(self, dim, index)),
+          dtype=same_dtype)
+def select_scatter(self, src, dim, index):
+    """`self` with the entry `index` along `dim` replaced by `src` (a new tensor)."""
+    d, i = _select_index(self, dim, index)
+    _scatter_check("select_scatter", self, src, self.shape[:d] + self.shape[d + 1:])
+    out = self.copy()
+    out[(slice(None),) * d + (i,)] = src
+    return out

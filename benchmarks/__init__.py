@@ -1,0 +1,1 @@
+"""tscript benchmarks: `python -m benchmarks [suite ...]` prints medians and ratios."""

@@ -1,0 +1,70 @@
+"""Timing harness: variants of one case are timed interleaved (A B A B ...) and reported as
+medians, because these machines are shared and noisy (see shared/LLVM_NOTES.md)."""
+import os
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+try:
+    import torch
+except ImportError:  # PyTorch is an optional reference, never required
+    torch = None
+
+
+@dataclass
+class Case:
+    """One benchmark: variants keyed by name ("tscript", "numpy", "torch"), each a no-arg callable."""
+    name: str
+    variants: dict[str, Callable]
+    inner: int = 1            # calls per timed sample (for sub-microsecond work)
+    unit: str = "us"
+    per: int = 1              # report time divided by this (e.g. per op in a chain)
+    notes: dict = field(default_factory=dict)
+
+
+def _sample(fn: Callable, inner: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(inner):
+        fn()
+    return (time.perf_counter() - t0) / inner
+
+
+def _calibrate(fn: Callable, inner: int, budget: float) -> int:
+    """Rounds of interleaved samples that fit in about `budget` seconds."""
+    t = _sample(fn, inner)
+    return max(5, min(200, int(budget / max(t * inner, 1e-9))))
+
+
+def run_case(case: Case, budget: float = 1.0) -> dict[str, float]:
+    """Median seconds per call (divided by `case.per`) for each variant."""
+    for fn in case.variants.values():
+        fn()  # warm up
+    first = next(iter(case.variants.values()))
+    rounds = _calibrate(first, case.inner, budget / max(len(case.variants), 1))
+    samples = {k: [] for k in case.variants}
+    for _ in range(rounds):
+        for k, fn in case.variants.items():
+            samples[k].append(_sample(fn, case.inner))
+    return {k: statistics.median(v) / case.per for k, v in samples.items()}
+
+
+def fmt_time(seconds: float) -> str:
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.2f} us"
+    return f"{seconds * 1e3:.3f} ms"
+
+
+def report(results: list[tuple[Case, dict]], baseline: str = "tscript") -> str:
+    """A table: each variant's median and tscript's ratio to numpy and to torch."""
+    names = ["tscript", "numpy", "torch"]
+    head = f"{'case':44s}" + "".join(f"{n:>14s}" for n in names) + f"{'ts/numpy':>10s}{'ts/torch':>10s}"
+    lines = [head, "-" * len(head)]
+    for case, res in results:
+        cells = "".join(f"{fmt_time(res[n]) if n in res else '-':>14s}" for n in names)
+        ratios = "".join(f"{res[baseline] / res[n]:>10.2f}" if n in res else f"{'-':>10s}"
+                         for n in ("numpy", "torch"))
+        lines.append(f"{case.name:44s}{cells}{ratios}")
+    return "\n".join(lines)

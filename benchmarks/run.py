@@ -1,0 +1,31 @@
+"""Run benchmark suites and print a table of medians and ratios.
+
+    python -m benchmarks            # all suites
+    python -m benchmarks eager      # one suite
+"""
+import argparse
+import platform
+
+import numpy as np
+
+from . import eager_ops
+from .harness import report, run_case, torch
+
+SUITES = {"eager": eager_ops.cases}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    parser.add_argument("suites", nargs="*", choices=[*SUITES, []], help="suites to run (default: all)")
+    parser.add_argument("--budget", type=float, default=1.0, help="seconds per case (default 1)")
+    args = parser.parse_args(argv)
+    print(f"python {platform.python_version()}, numpy {np.__version__}, "
+          f"torch {torch.__version__ if torch else 'not installed'}")
+    for suite in args.suites or SUITES:
+        results = [(case, run_case(case, args.budget)) for case in SUITES[suite]()]
+        print(f"\n[{suite}] medians of interleaved samples")
+        print(report(results))
+
+
+if __name__ == "__main__":
+    main()
