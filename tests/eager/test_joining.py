@@ -86,14 +86,17 @@ def test_cat_and_stack_match_pytorch(oracle):
     (lambda: ts.cat([ts.ones(2, 3), ts.ones(2, 2)]), RuntimeError,
      "Sizes of tensors must match except in dimension 0. Expected size 3 but got size 2 for tensor number 1 in "
      "the list."),
-    (lambda: ts.cat([ts.ones(2, 3), ts.ones(3)]), RuntimeError, "Tensors must have same number of dimensions: got 2 and 1"),
-    (lambda: ts.cat([ts.ones(2, 3)], 2), IndexError, "Dimension out of range (expected to be in range of [-2, 1], but got 2)"),
+    (lambda: ts.cat([ts.ones(2, 3), ts.ones(3)]), RuntimeError,
+     "Tensors must have same number of dimensions: got 2 and 1"),
+    (lambda: ts.cat([ts.ones(2, 3)], 2), IndexError,
+     "Dimension out of range (expected to be in range of [-2, 1], but got 2)"),
     (lambda: ts.cat(ts.ones(2)), TypeError, "argument 'tensors' (position 1) must be tuple of Tensors, not Tensor"),
     (lambda: ts.cat([ts.ones(2), 1]), TypeError, "must be tuple of Tensors"),
     (lambda: ts.stack([]), RuntimeError, "stack expects a non-empty TensorList"),
     (lambda: ts.stack([ts.ones(2, 3), ts.ones(2, 3), ts.ones(3, 2)]), RuntimeError,
      "stack expects each tensor to be equal size, but got [2, 3] at entry 0 and [3, 2] at entry 2"),
-    (lambda: ts.stack([ts.ones(2, 3)], 3), IndexError, "Dimension out of range (expected to be in range of [-3, 2], but got 3)"),
+    (lambda: ts.stack([ts.ones(2, 3)], 3), IndexError,
+     "Dimension out of range (expected to be in range of [-3, 2], but got 3)"),
     (lambda: ts.stack([ts.ones(2, 3)], -4), IndexError, "but got -4"),
 ])
 def test_errors(call, error, fragment):
