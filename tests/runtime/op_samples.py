@@ -41,6 +41,7 @@ SAMPLES = {
     "aten::contiguous": [(F.T,)], "aten::clone": [(F,)], "aten::to": [(F, np.dtype(np.float64)), (I, None)],
     "aten::repeat": [(ROW, (2, 2))], "aten::flip": [(F, (0,))], "aten::tril": [(F, 1)], "aten::triu": [(I, -1)],
     "aten::detach": [(F,)],
+    "aten::linear": [(F, F[:3] * 0.5, ROW[:3]), (F3, F[:2]), (ROW, F, None)],
     "aten::slice_scatter": [(F, F[:, 1:3] * 2, 1, 1, 3), (F, F[::2], 0, None, None, 2)],
     "aten::select_scatter": [(F, ROW, 0, -1), (F, F[:, 0] + 1, 1, 2)],
     "aten::zeros": [((2, 3),), ((2,), np.dtype(np.int32))], "aten::ones": [((0, 3),)], "aten::empty": [((4,),)],

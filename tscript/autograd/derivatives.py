@@ -590,3 +590,13 @@ def _einsum(grad, equation, tensors):
                 g = g.unsqueeze(pos)
         grads.append(g.expand(t.shape))
     return [grads]
+
+
+@derivative("aten::linear")
+def _linear(grad, input, weight, bias):
+    rows = grad.reshape(-1, grad.shape[-1])
+    g_weight = rows.t() @ input.reshape(-1, input.shape[-1])
+    return grad @ weight, g_weight, rows.sum(dim=0) if bias is not None else None
+
+
+from . import derivatives_conv, derivatives_nn  # noqa: E402,F401  (rows of further op families)

@@ -434,3 +434,35 @@ def explicit_equation(equation: str, operands) -> str:
     """`equation` with the ellipsis spelled out as letters and an explicit output (for the backward)."""
     eq = _Equation(equation, len(operands))
     return eq.explicit(operands, len(_label_sizes(eq, operands)[1]))
+
+
+def _linear_shape(input, weight, bias=None):
+    if weight.ndim != 2:
+        raise OpRuntimeError(f"linear: weight must be 2-D, got {weight.ndim}-D")
+    if input.ndim == 0 or (_known(input.shape[-1], weight.shape[1]) and input.shape[-1] != weight.shape[1]):
+        rows = "x".join(str(s) for s in input.shape[:-1]) or "1"
+        raise OpRuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied ({rows}x"
+                             f"{input.shape[-1] if input.ndim else 0} and {weight.shape[1]}x{weight.shape[0]})")
+    if bias is not None and tuple(bias.shape) not in ((weight.shape[0],), (), (1,)):
+        raise OpRuntimeError(f"linear: bias must have shape [{weight.shape[0]}], got {list(bias.shape)}")
+    return tuple(input.shape[:-1]) + (weight.shape[0],)
+
+
+def _linear_dtype(input, weight, bias=None):
+    out = _mm_dtype_of("linear", input, weight)
+    if bias is not None and bias.dtype != out:
+        raise OpRuntimeError(f"linear: expected bias to have dtype {dt.TORCH_NAMES[out]}, got "
+                             f"{dt.TORCH_NAMES[bias.dtype]}")
+    return out
+
+
+@register("aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
+          shape=_linear_shape, dtype=_linear_dtype, method_only=True)
+def linear(input, weight, bias=None):
+    """input @ weight.T + bias: nn.Linear's op (one GEMM; the compiler fuses the bias)."""
+    _linear_shape(input, weight, bias)
+    _linear_dtype(input, weight, bias)
+    out = np.matmul(input, weight.T)
+    if bias is not None:
+        out += bias
+    return as_array(out)

@@ -1,0 +1,3 @@
+"""Activation functions of nn.functional."""
+
+__all__: list = []

@@ -1,0 +1,3 @@
+"""Attention functions of nn.functional."""
+
+__all__: list = []

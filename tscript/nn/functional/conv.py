@@ -1,0 +1,3 @@
+"""Conv functions of nn.functional."""
+
+__all__: list = []

@@ -1,0 +1,3 @@
+"""Loss functions of nn.functional."""
+
+__all__: list = []

@@ -1,0 +1,3 @@
+"""Misc functions of nn.functional."""
+
+__all__: list = []

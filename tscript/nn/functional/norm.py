@@ -1,0 +1,3 @@
+"""Norm functions of nn.functional."""
+
+__all__: list = []

@@ -1,0 +1,3 @@
+"""Conv modules."""
+
+__all__: list = []

@@ -1,0 +1,3 @@
+"""Loss modules."""
+
+__all__: list = []

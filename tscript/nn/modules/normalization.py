@@ -1,0 +1,3 @@
+"""Normalization modules."""
+
+__all__: list = []

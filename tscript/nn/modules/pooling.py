@@ -1,0 +1,3 @@
+"""Pooling modules."""
+
+__all__: list = []

@@ -1,0 +1,3 @@
+"""Rnn modules."""
+
+__all__: list = []

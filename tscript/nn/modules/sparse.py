@@ -1,0 +1,3 @@
+"""Sparse modules."""
+
+__all__: list = []

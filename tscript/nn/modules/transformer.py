@@ -1,0 +1,3 @@
+"""Transformer modules."""
+
+__all__: list = []
