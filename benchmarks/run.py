@@ -8,10 +8,10 @@ import platform
 
 import numpy as np
 
-from . import eager_ops
+from . import autograd, eager_ops
 from .harness import report, run_case, torch
 
-SUITES = {"eager": eager_ops.cases}
+SUITES = {"eager": eager_ops.cases, "autograd": autograd.cases}
 
 
 def main(argv=None) -> None:

@@ -15,7 +15,8 @@ from ._dtype import (bool_, dtype, float32, float64, get_default_dtype, int32, i
                      set_default_dtype)
 from ._size import Size
 from .serialization import load, save
-from . import autograd, nn
+from . import autograd, jit, nn
+from . import optim, utils
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from . import _api_indexing, _api_linalg, _api_reductions, _bindings
 

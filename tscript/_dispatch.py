@@ -12,6 +12,7 @@ from tscript_runtime.ops import OPS, OpDef
 from tscript_runtime.ops.registry import TensorMeta
 
 from ._tensor import Tensor, _make
+from ._tracing import state as _trace_state
 from .autograd.grad_mode import state as _grad_state
 from .autograd.record import run_recorded
 
@@ -44,9 +45,13 @@ def dispatch(op: OpDef, args: tuple, kwargs: dict | None = None):
         arrays[i] = _unwrap_list(op, args, i)
         needs_grad = needs_grad or any(t is not None and t._requires_grad for t in args[i])
     if needs_grad and _grad_state.enabled:
-        return run_recorded(op, args, arrays, lambda arr: _run(op, args, arr),
-                            lambda out: _wrap(op, out, args, arrays))
-    return _wrap(op, _run(op, args, arrays), args, arrays)
+        result = run_recorded(op, args, arrays, lambda arr: _run(op, args, arr),
+                              lambda out: _wrap(op, out, args, arrays))
+    else:
+        result = _wrap(op, _run(op, args, arrays), args, arrays)
+    if _trace_state.recorder is not None:
+        return _trace_state.recorder.record(op, args, result)
+    return result
 
 
 def _run(op: OpDef, args, arrays):

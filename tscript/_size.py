@@ -24,4 +24,4 @@ def size_args(args, what: str = "size") -> tuple:
                 continue
             raise TypeError(f"{what}: expected a sequence of ints, but got an element of type "
                             f"{type(a).__name__}")
-    return tuple(int(a) for a in args)
+    return tuple(a if isinstance(a, int) else int(a) for a in args)  # int subclasses (TracedInt) kept

@@ -8,6 +8,7 @@ from tscript_runtime import dtypes as _dt
 from tscript_runtime.ops import OPS
 
 from . import _dtype
+from ._tracing import state as _trace_state, warn_conversion
 from ._device import CPU, check_device
 from ._size import Size, size_args
 
@@ -34,21 +35,24 @@ class Tensor:
     _retains_grad = False
     _hooks = None             # gradient hooks of a leaf, registered with register_hook
     _output_nr = 0            # which output of grad_fn this tensor is
+    _view_version = None      # a recorded view: the version its grad_fn belongs to (views.py)
     __array_priority__ = 1000  # `ndarray + Tensor` defers to Tensor.__radd__
 
     # -- metadata ---------------------------------------------------------------------------------
     @property
     def shape(self) -> Size:
+        if _trace_state.recorder is not None:  # sizes read while tracing are recorded, not frozen
+            return Size(_trace_state.recorder.traced_shape(self))
         return Size(self._data.shape)
 
     def size(self, dim=None):
         """The shape, or the size of one dimension."""
         if dim is None:
-            return Size(self._data.shape)
+            return self.shape
         from tscript_runtime.ops.rules import wrap_dim
         if self._data.ndim == 0:
             raise IndexError("size(): dimension specified as 0 but tensor has no dimensions")
-        return self._data.shape[wrap_dim(dim, self._data.ndim, "size")]
+        return self.shape[wrap_dim(dim, self._data.ndim, "size")]
 
     def dim(self) -> int:
         return self._data.ndim
@@ -128,22 +132,19 @@ class Tensor:
         from .autograd.graph import RemovableHandle
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        if self.grad_fn is None:
-            if self._hooks is None:
-                self._hooks = []
-            hooks = self._hooks
-        else:
-            hooks = self.grad_fn.tensor_hooks.setdefault(self._output_nr, [])
-        hooks.append(hook)
-        return RemovableHandle(hooks, hook)
+        if self.grad_fn is not None:
+            return self.grad_fn.add_tensor_hook(self._output_nr, hook)
+        if self._hooks is None:
+            self._hooks = []
+        self._hooks.append(hook)
+        return RemovableHandle(self._hooks, hook)
 
     def retain_grad(self) -> None:
         """Keep `.grad` for this non-leaf tensor after backward (leaves always keep it)."""
-        import weakref
         if not self._requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self.grad_fn is not None:
-            self.grad_fn.retained[self._output_nr] = weakref.ref(self)
+            self.grad_fn.retain(self._output_nr, self)
             self._retains_grad = True
 
     @property
@@ -162,11 +163,13 @@ class Tensor:
     # -- conversion to Python and numpy --------------------------------------------------------------
     def item(self):
         """The value of a one-element tensor as a Python number."""
+        warn_conversion("number")
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
         return self._data.reshape(()).item()
 
     def tolist(self):
+        warn_conversion("list")
         return self._data.tolist()
 
     def numpy(self, force: bool = False) -> np.ndarray:
@@ -180,11 +183,13 @@ class Tensor:
         return self._data if dtype is None else self._data.astype(dtype)
 
     def _scalar(self, kind: str):
+        warn_conversion(kind)
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
         return self._data.reshape(()).item()
 
     def __bool__(self) -> bool:
+        warn_conversion("boolean")
         if self._data.size != 1:
             raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
         return bool(self._data.reshape(()).item())
@@ -270,10 +275,16 @@ class Tensor:
         """A new tensor sharing data (and version counter) with this one, outside autograd."""
         t = _make(self._data)
         t._vc = self._vc
-        t._base = self._base if self._base is not None else self
         return t
 
     def detach_(self) -> "Tensor":
+        """Make this tensor a leaf that does not require grad."""
+        if self._base is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are using "
+                               "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set "
+                               "as True, gradients are views of DDP buckets, and hence detach_() cannot be called "
+                               "on these gradients. To fix this error, please refer to the Optimizer.zero_grad() "
+                               "function in torch/optim/optimizer.py as the solution.")
         self.grad_fn = None
         self._requires_grad = False
         return self

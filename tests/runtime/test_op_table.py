@@ -22,7 +22,9 @@ def _agrees(rule_shape, shape) -> bool:
 
 
 def _functional_ops():
-    return sorted(n for n, op in OPS.items() if op.mutates is None and n not in NOT_TENSOR_VALUED)
+    """Ops computing tensors (not in place; ops on Python numbers have no shape/dtype rules)."""
+    return sorted(n for n, op in OPS.items() if op.mutates is None and n not in NOT_TENSOR_VALUED
+                  and any("Tensor" in r.type for r in op.schema.returns))
 
 
 def _full_args(op, args):

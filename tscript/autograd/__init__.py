@@ -50,9 +50,11 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,
-         allow_unused=None, materialize_grads: bool = False) -> tuple:
+         allow_unused=None, is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple:
     """Gradients of `outputs` with respect to `inputs` (returned, not accumulated into `.grad`)."""
     from .._creation import zeros_like
+    if is_grads_batched:
+        raise NotImplementedError("tscript.autograd.grad: is_grads_batched=True is not supported")
     outputs, inputs = _as_list(outputs), _as_list(inputs)
     _check_roots(outputs)
     for i, t in enumerate(inputs):
@@ -62,11 +64,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     result = execute(outputs, grads, create_graph if retain_graph is None else retain_graph, create_graph,
                      inputs, capture=True)
     out = []
-    for t, g in zip(inputs, result):
+    for i, (t, g) in enumerate(zip(inputs, result)):
         if g is None:
             if not (allow_unused or materialize_grads):
-                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the "
-                                   "graph. Set allow_unused=True if this is the desired behavior.")
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the "
+                                   f"graph. Set allow_unused=True if this is the desired behavior.")
             g = zeros_like(t) if materialize_grads else None
         out.append(g if g is None or create_graph else g.detach())
     return tuple(out)

@@ -143,34 +143,29 @@ def _minimum(grad, self, other):
 
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 
+# Each rule's parameter names say what it reads (`self`: the input, `result`: the output), so only
+# that is saved, as in PyTorch (e.g. exp keeps its result, not its input).
 UNARY = {
-    "exp": lambda g, x, y: g * y,
-    "log": lambda g, x, y: g / x,
-    "log1p": lambda g, x, y: g / (x + 1),
-    "expm1": lambda g, x, y: g * (y + 1),
-    "sqrt": lambda g, x, y: g / (2 * y),
-    "rsqrt": lambda g, x, y: g * -0.5 * y * y * y,
-    "sin": lambda g, x, y: g * x.cos(),
-    "cos": lambda g, x, y: -g * x.sin(),
-    "tanh": lambda g, x, y: g * (1 - y * y),
-    "sigmoid": lambda g, x, y: g * y * (1 - y),
-    "erf": lambda g, x, y: g * _TWO_OVER_SQRT_PI * (-(x * x)).exp(),
-    "reciprocal": lambda g, x, y: -g * y * y,
-    "neg": lambda g, x, y: -g,
-    "abs": lambda g, x, y: g * x.sign(),
-    "relu": lambda g, x, y: call("aten::where", y > 0, g, 0.0),
+    "exp": lambda grad, result: grad * result,
+    "log": lambda grad, self: grad / self,
+    "log1p": lambda grad, self: grad / (self + 1),
+    "expm1": lambda grad, result: grad * (result + 1),
+    "sqrt": lambda grad, result: grad / (2 * result),
+    "rsqrt": lambda grad, result: grad * -0.5 * result * result * result,
+    "sin": lambda grad, self: grad * self.cos(),
+    "cos": lambda grad, self: -grad * self.sin(),
+    "tanh": lambda grad, result: grad * (1 - result * result),
+    "sigmoid": lambda grad, result: grad * result * (1 - result),
+    "erf": lambda grad, self: grad * _TWO_OVER_SQRT_PI * (-(self * self)).exp(),
+    "reciprocal": lambda grad, result: -grad * result * result,
+    "neg": lambda grad: -grad,
+    "abs": lambda grad, self: grad * self.sign(),
+    "relu": lambda grad, result: call("aten::where", result > 0, grad, 0.0),
 }
 ZERO_GRAD = ("sign", "floor", "ceil", "round", "trunc")
 
-
-def _unary(rule):
-    def formula(grad, self, result):
-        return rule(grad, self, result)
-    return formula
-
-
 for _name, _rule in UNARY.items():
-    derivative(f"aten::{_name}")(_unary(_rule))
+    derivative(f"aten::{_name}")(_rule)
 for _name in ZERO_GRAD:
     derivative(f"aten::{_name}")(lambda grad: None)
 

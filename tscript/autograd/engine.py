@@ -1,12 +1,16 @@
 """The backward engine: a topological walk of the graph from the roots, summing gradients that
-meet at a node, running tensor hooks, and accumulating into leaves (or capturing for `grad`)."""
+meet at a node, running hooks, and accumulating into leaves (or capturing for `grad`).
+
+A node runs once all its consumers have run (dependency counts), latest-created first. With
+`inputs`, the walk stops at those tensors: only nodes with an input somewhere below them run.
+"""
 from __future__ import annotations
 
 import heapq
 
 from . import anomaly
 from .grad_mode import set_grad_enabled
-from .graph import AccumulateGrad, accumulator, edge
+from .graph import AccumulateGrad, edge
 
 
 def _dependencies(roots) -> dict:
@@ -14,9 +18,9 @@ def _dependencies(roots) -> dict:
     deps, seen, stack = {}, set(), list(roots)
     while stack:
         node = stack.pop()
-        if id(node) in seen:
+        if node in seen:
             continue
-        seen.add(id(node))
+        seen.add(node)
         for nxt, _ in node.next_functions:
             if nxt is not None:
                 deps[nxt] = deps.get(nxt, 0) + 1
@@ -24,94 +28,117 @@ def _dependencies(roots) -> dict:
     return deps
 
 
-def _needed(roots, targets: set) -> set:
-    """Ids of nodes on some path from a root to a target node (only those need to run)."""
-    memo: dict[int, bool] = {}
-    order, stack = [], [(r, False) for r in roots]
+def _needed(roots, targets) -> set:
+    """Nodes with a target somewhere below them: the only ones that must run."""
+    reaches: dict = {}  # node -> it is a target or has one below
+    stack = [(r, False) for r in roots]
     while stack:  # iterative post-order, so deep graphs do not hit the recursion limit
-        node, done = stack.pop()
-        if done:
-            memo[id(node)] = id(node) in targets or any(
-                memo.get(id(n), False) for n, _ in node.next_functions if n is not None)
+        node, expanded = stack.pop()
+        if node in reaches:
             continue
-        if id(node) in memo or id(node) in order:
-            continue
-        order.append(id(node))
-        stack.append((node, True))
-        stack.extend((n, False) for n, _ in node.next_functions if n is not None and id(n) not in memo)
-    return {k for k, v in memo.items() if v}
+        children = [n for n, _ in node.next_functions if n is not None]
+        if not expanded:
+            stack.append((node, True))
+            stack.extend((c, False) for c in children if c not in reaches)
+        else:
+            reaches[node] = node in targets or any(reaches[c] for c in children)
+    return {n for n in reaches if any(reaches[c] for c, _ in n.next_functions if c is not None)}
 
 
 def _accumulate(buffers: dict, node, nr: int, grad) -> None:
-    slot = buffers.setdefault(node, [None] * node.n_outputs)
+    slot = buffers.get(node)
+    if slot is None:
+        slot = buffers[node] = [None] * node.n_outputs
     slot[nr] = grad if slot[nr] is None else slot[nr] + grad
 
 
-def _run_tensor_hooks(node, grads: list) -> list:
-    """Hooks registered on the tensors this node produced (may replace gradients); retain_grad."""
-    for nr, hooks in node.tensor_hooks.items():
-        for hook in list(hooks):
-            if grads[nr] is not None:
-                out = hook(grads[nr])
-                grads[nr] = grads[nr] if out is None else out
-    for nr, ref in node.retained.items():
-        t = ref()
-        if t is not None and grads[nr] is not None:
-            g = grads[nr].detach()
-            t.grad = g if t.grad is None else t.grad + g
+def _call_hook(hook, grad, exposed: set):
+    """Run a gradient hook; its result (if any) replaces the gradient, shape and dtype unchanged."""
+    exposed.add(id(grad._data))
+    out = hook(grad)
+    if out is None:
+        return grad
+    name = getattr(hook, "__name__", repr(hook))
+    if out._data.shape != grad._data.shape:
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
+    if out._data.dtype != grad._data.dtype:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {grad.type()} got {out.type()})")
+    exposed.add(id(out._data))
+    return out
+
+
+def _pre_hooks(node, grads: list, exposed: set, create_graph: bool) -> list:
+    """Tensor hooks, then retain_grad, then the node's pre-hooks (PyTorch's order)."""
+    hooks = node.tensor_hooks
+    if node.__class__ is AccumulateGrad and node.variable._hooks:
+        hooks = {0: node.variable._hooks}
+    if hooks:
+        for nr, fns in hooks.items():
+            for hook in list(fns):
+                if grads[nr] is not None:
+                    grads[nr] = _call_hook(hook, grads[nr], exposed)
+    if node.retained:
+        for nr, ref in node.retained.items():
+            t = ref()
+            if t is not None and grads[nr] is not None:
+                store_grad(t, grads[nr], create_graph, exposed)
+    if node.pre_hooks:
+        for hook in list(node.pre_hooks):
+            out = hook(tuple(grads))
+            grads = grads if out is None else list(out)
     return grads
 
 
-def _accumulate_leaf(leaf, grad, create_graph: bool) -> None:
-    for hook in list(leaf._hooks or ()):
-        out = hook(grad)
-        grad = grad if out is None else out
-    if not create_graph:
+def store_grad(t, grad, create_graph: bool, exposed: set) -> None:
+    """Accumulate `grad` into `t.grad`: in place when no graph is built (as PyTorch), cloning a
+    gradient that someone else may hold (a hook, the caller, another tensor's `.grad`)."""
+    if create_graph:
+        t.grad = grad if t.grad is None else t.grad + grad
+        return
+    if grad.grad_fn is not None:
         grad = grad.detach()
-        if not (grad._data.flags.owndata and grad._data.flags.writeable):
+    old = t.grad
+    if old is None:
+        data = grad._data
+        if id(data) in exposed or not (data.flags.owndata and data.flags.writeable):
             grad = grad.clone()
-    leaf.grad = grad if leaf.grad is None else (leaf.grad + grad if create_graph else _add_detached(leaf.grad, grad))
-
-
-def _add_detached(a, b):
-    out = a + b
-    return out.detach() if out.grad_fn is not None else out
+        exposed.add(id(grad._data))
+        t.grad = grad
+    elif old._data.shape == grad._data.shape and old._data.dtype == grad._data.dtype and old._data.flags.writeable:
+        old.add_(grad)
+    else:
+        t.grad = old + grad
 
 
 def execute(roots, root_grads, retain_graph: bool, create_graph: bool, inputs=None, capture=False):
     """Run the backward pass. With `capture`, return the gradients of `inputs` instead of
     accumulating into `.grad`; otherwise accumulate into leaves (only `inputs`, when given)."""
-    root_nodes, buffers = [], {}
+    buffers: dict = {}
     for t, g in zip(roots, root_grads):
         node, nr = edge(t)
-        if node is None:
-            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
-        root_nodes.append(node)
         _accumulate(buffers, node, nr, g)
-    targets = {id(edge(t)[0]): edge(t) for t in inputs} if inputs is not None else None
-    needed = _needed(root_nodes, set(targets)) if targets is not None else None
+    exposed = {id(g._data) for g in root_grads}
+    targets = None if inputs is None else _targets(inputs)
+    needed = None if targets is None else _needed(list(buffers), targets)
     captured = {}
-    deps = _dependencies(root_nodes)
-    ready = [(-n.seq, id(n), n) for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
+    deps = _dependencies(list(buffers))
+    ready = [(-n.seq, n) for n in buffers if n not in deps]
     heapq.heapify(ready)
     with set_grad_enabled(create_graph):
         while ready:
-            _, _, node = heapq.heappop(ready)
-            grads = _run_tensor_hooks(node, buffers.pop(node, [None] * node.n_outputs))
-            if targets is not None and id(node) in targets:
-                captured[id(node)] = grads
-            if isinstance(node, AccumulateGrad):
-                if not capture and grads[0] is not None and (targets is None or id(node) in targets):
-                    _accumulate_leaf(node.variable, grads[0], create_graph)
+            node = heapq.heappop(ready)[1]
+            grads = buffers.pop(node, None) or [None] * node.n_outputs
+            grads = _pre_hooks(node, grads, exposed, create_graph)
+            if targets is not None:
+                if node in targets:
+                    _deliver(node, grads, targets[node], captured, capture, create_graph, exposed)
+                if node not in needed:
+                    continue
+            elif node.__class__ is AccumulateGrad:
+                if grads[0] is not None:
+                    store_grad(node.variable, grads[0], create_graph, exposed)
                 continue
-            if needed is not None and id(node) not in needed:
-                continue
-            out = node.apply(grads) if any(g is not None for g in grads) else [None] * len(node.next_functions)
-            anomaly.check(node, out)
-            for hook in node.metadata.get("post_hooks", ()):
-                hook(out, grads)
-            if not retain_graph:
-                node.release()
+            out = _run(node, grads, retain_graph, exposed)
             for (nxt, nr), g in zip(node.next_functions, out):
                 if nxt is None:
                     continue
@@ -119,18 +146,44 @@ def execute(roots, root_grads, retain_graph: bool, create_graph: bool, inputs=No
                     _accumulate(buffers, nxt, nr, g)
                 deps[nxt] -= 1
                 if deps[nxt] == 0:
-                    heapq.heappush(ready, (-nxt.seq, id(nxt), nxt))
+                    heapq.heappush(ready, (-nxt.seq, nxt))
     if capture:
-        return [_captured(captured, t) for t in inputs]
+        return [captured.get(id(t)) for t in inputs]
     return None
 
 
-def _captured(captured: dict, t):
-    node, nr = edge(t)
-    grads = captured.get(id(node))
-    return None if grads is None else grads[nr]
+def _run(node, grads: list, retain_graph: bool, exposed: set) -> list:
+    """The node's input gradients (all None when no gradient reached it)."""
+    if all(g is None for g in grads):
+        out = [None] * len(node.next_functions)
+    else:
+        out = node.apply(grads)
+        anomaly.check(node, out)
+    if node.post_hooks:
+        exposed.update(id(g._data) for g in out if g is not None)
+        for hook in list(node.post_hooks):
+            hook(tuple(out), tuple(grads))
+    if not retain_graph:
+        node.release()
+    return out
 
 
-def leaf_edge(t):
-    """AccumulateGrad of a leaf requiring grad (so `grad` can capture at leaves)."""
-    return accumulator(t)
+def _targets(inputs) -> dict:
+    """node -> [(output_nr, tensor)] for the tensors whose gradients are wanted."""
+    targets: dict = {}
+    for t in inputs:
+        node, nr = edge(t)
+        if node is not None:
+            targets.setdefault(node, []).append((nr, t))
+    return targets
+
+
+def _deliver(node, grads, wanted, captured: dict, capture: bool, create_graph: bool, exposed: set) -> None:
+    """Hand the gradients reaching a target to `grad`'s result, or into the targets' `.grad`."""
+    for nr, t in wanted:
+        if grads[nr] is None:
+            continue
+        if capture:
+            captured[id(t)] = grads[nr]
+        else:
+            store_grad(t, grads[nr], create_graph, exposed)

@@ -1,6 +1,9 @@
 """`tscript.autograd.Function`: user-defined ops with a hand-written backward."""
 from __future__ import annotations
 
+import functools
+
+from . import anomaly
 from .grad_mode import no_grad, state as grad_state
 from .graph import FREED_MESSAGE, Node, SavedTensor, edge
 
@@ -16,21 +19,25 @@ class FunctionCtx:
         self.materialize_grads = True
 
     def save_for_backward(self, *tensors) -> None:
+        """Keep tensors for `backward` (read them back with `ctx.saved_tensors`)."""
         self._saved = tuple(SavedTensor(t) if t is not None else None for t in tensors)
 
     @property
     def saved_tensors(self) -> tuple:
+        """The tensors given to `save_for_backward` (checked for in-place changes since)."""
         if self._freed:
             raise RuntimeError(FREED_MESSAGE)
         return tuple(s.unpack() if s is not None else None for s in self._saved)
 
     def mark_non_differentiable(self, *tensors) -> None:
+        """These outputs do not require grad (e.g. indices)."""
         self.non_differentiable.update(id(t) for t in tensors)
 
     def mark_dirty(self, *tensors) -> None:
         """Accepted for PyTorch compatibility: in-place outputs are tracked by version counters."""
 
     def set_materialize_grads(self, value: bool) -> None:
+        """With False, `backward` receives None (not zeros) for outputs that got no gradient."""
         self.materialize_grads = bool(value)
 
 
@@ -40,6 +47,8 @@ class FunctionBackward(Node):
     def __init__(self, fn_cls, ctx: FunctionCtx, inputs: tuple, output_metas: list):
         self.tensor_args = [i for i, a in enumerate(inputs) if hasattr(a, "_data")]
         super().__init__([edge(inputs[i]) for i in self.tensor_args], len(output_metas))
+        self.input_metas = [(inputs[i]._data.shape, inputs[i]._data.dtype) if inputs[i]._requires_grad else None
+                            for i in self.tensor_args]
         self.fn_cls, self.ctx, self.n_inputs, self.output_metas = fn_cls, ctx, len(inputs), output_metas
 
     def name(self) -> str:
@@ -57,7 +66,32 @@ class FunctionBackward(Node):
         if len(out) != self.n_inputs:
             raise RuntimeError(f"function {self.name()} returned an incorrect number of gradients "
                                f"(expected {self.n_inputs}, got {len(out)})")
-        return [out[i] for i in self.tensor_args]
+        for i, g in enumerate(out):
+            if g is not None and i not in self.tensor_args:
+                raise RuntimeError(f"function {self.name()} returned a gradient different than None at position "
+                                   f"{i + 1}, but the corresponding forward input was not a Variable")
+        return [self._check(k, out[i]) for k, i in enumerate(self.tensor_args)]
+
+    def _check(self, k: int, grad):
+        """A returned gradient summed to its input's shape (PyTorch's rule) and cast to its dtype."""
+        from .record import sum_to
+        meta = self.input_metas[k]
+        if grad is None or meta is None:
+            return None
+        shape, dtype = meta
+        if grad._data.shape != shape:
+            if not _expandable(shape, grad._data.shape):
+                raise RuntimeError(f"Function {self.name()} returned an invalid gradient at index {k} - got "
+                                   f"{list(grad._data.shape)} but expected shape compatible with {list(shape)}")
+            grad = sum_to(grad, shape)
+        return grad if grad._data.dtype == dtype else grad.to(dtype)
+
+
+def _expandable(shape: tuple, to: tuple) -> bool:
+    """True when a tensor of `shape` broadcasts to `to` (so a gradient of shape `to` sums back)."""
+    if len(shape) > len(to):
+        return False
+    return all(s == 1 or s == t for s, t in zip(shape[::-1], to[::-1]))
 
 
 class Function:
@@ -74,6 +108,7 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
+        """Run `forward` (not recorded) and connect its outputs to one node running `backward`."""
         ctx = FunctionCtx(args)
         with no_grad():
             out = cls.forward(ctx, *args, **kwargs)
@@ -81,9 +116,19 @@ class Function:
             return out
         outputs = out if isinstance(out, tuple) else (out,)
         outputs = tuple(o.detach() if any(o is a for a in args) else o for o in outputs)
-        metas = [(tuple(o._data.shape), o._data.dtype) for o in outputs]
+        metas = [(o._data.shape, o._data.dtype) for o in outputs]
         node = FunctionBackward(cls, ctx, args, metas)
+        anomaly.remember(node)
         for nr, o in enumerate(outputs):
             if id(o) not in ctx.non_differentiable and o._data.dtype.kind == "f":
                 o._requires_grad, o.grad_fn, o._output_nr = True, node, nr
         return outputs if isinstance(out, tuple) else outputs[0]
+
+
+def once_differentiable(backward):
+    """Decorate a Function's `backward` that is not itself differentiable: it runs without recording."""
+    @functools.wraps(backward)
+    def wrapped(ctx, *grads):
+        with no_grad():
+            return backward(ctx, *grads)
+    return wrapped

@@ -1,50 +1,106 @@
 """Recording dispatched ops into the backward graph. `_dispatch.dispatch` calls `run_recorded`
 when grad mode is on and some input requires grad; everything op-specific comes from the
-derivative table."""
+derivative table (looked up once per op and kept in a `Plan`)."""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from tscript_runtime.dtypes import is_float
 
-from . import anomaly
+from . import anomaly, views
 from .derivatives import DERIVATIVES, NOT_DIFFERENTIABLE
 from .graph import FREED_MESSAGE, Node, SavedTensor, edge
+
+
+@dataclass
+class Plan:
+    """What recording an op needs, worked out once per op."""
+    derivative: object
+    name: str                 # grad_fn name, e.g. "MulBackward0"
+    slots: tuple              # schema positions of the differentiable arguments, in order
+    lists: frozenset          # which of those positions are Tensor[] arguments
+    saves: tuple              # (name, kind, position): kind is "arg", "shape" or "result"
+    needs_self: bool
+    needs_result: bool
+
+
+_PLANS: dict[str, Plan | None] = {}
+_FREED = object()  # stands in for a saved tensor dropped by `release`
 
 
 def _camel(name: str) -> str:
     return "".join(part.capitalize() for part in name.rstrip("_").split("_"))
 
 
+def plan(op) -> Plan | None:
+    """The recording plan of `op` (None for ops whose outputs never carry gradients)."""
+    try:
+        return _PLANS[op.name]
+    except KeyError:
+        pass
+    if op.name in NOT_DIFFERENTIABLE:
+        p = None
+    else:
+        derivative = DERIVATIVES.get(op.extra.get("functional", op.name)) or DERIVATIVES.get(op.name)
+        if derivative is None:
+            raise RuntimeError(f"the derivative for '{op.name}' is not implemented")
+        index = op.schema.index
+        saves = tuple((n, "result", None) if n == "result" else
+                      (n, "shape", index[n[:-6]]) if n.endswith("_shape") else (n, "arg", index[n])
+                      for n in derivative.needs)
+        p = Plan(derivative, _camel(op.schema.short_name) + "Backward0", tuple(sorted(op.tensor_pos + op.list_pos)),
+                 frozenset(op.list_pos), saves, "self" in derivative.needs, "result" in derivative.needs)
+    _PLANS[op.name] = p
+    return p
+
+
 class OpNode(Node):
     """A recorded op: its derivative formula, saved values, and the metadata to shape gradients."""
 
-    def __init__(self, op, derivative, saved: dict, edges, input_metas, output_metas):
+    def __init__(self, plan: Plan, saved: dict, edges, input_metas, output_metas):
         super().__init__(edges, len(output_metas))
-        self.op, self.derivative, self.saved = op, derivative, saved
+        self.plan, self.saved = plan, saved
         self.input_metas, self.output_metas = input_metas, output_metas
-        self._name = _camel(op.schema.short_name) + "Backward0"
 
     def name(self) -> str:
-        return self._name
+        return self.plan.name
 
     def release(self) -> None:
-        if self.saved:
-            self.saved = None
+        """Drop saved tensors; other saved values (dims, shapes, scalars) stay, as in PyTorch."""
+        for k, v in self.saved.items():
+            if isinstance(v, SavedTensor):
+                self.saved[k] = _FREED
+
+    def __getattr__(self, attr: str):
+        """PyTorch's `grad_fn._saved_<name>`: the values the formula reads."""
+        if attr.startswith("_saved_") and attr[7:] in self.__dict__.get("saved", ()):
+            return self._unpack(attr[7:])
+        raise AttributeError(f"'{self.name()}' object has no attribute '{attr}'")
+
+    def _unpack(self, name: str):
+        v = self.saved[name]
+        if v is _FREED:
+            raise RuntimeError(FREED_MESSAGE)
+        if isinstance(v, SavedTensor):
+            return v.unpack(self)
+        return tuple(s.unpack(self) for s in v) if isinstance(v, tuple) and v and isinstance(v[0], SavedTensor) else v
 
     def apply(self, grads: list) -> list:
-        if self.saved is None:
-            raise RuntimeError(FREED_MESSAGE)
-        values = {k: v.unpack() if isinstance(v, SavedTensor) else v for k, v in self.saved.items()}
-        grads = [g if g is not None else _zeros(meta) for g, meta in zip(grads, self.output_metas)]
-        out = self.derivative.formula(grads[0] if len(grads) == 1 else tuple(grads), **values)
+        values = {k: self._unpack(k) for k in self.saved}
+        if len(grads) == 1:
+            grad = grads[0]
+        else:
+            grad = tuple(g if g is not None else _zeros(meta) for g, meta in zip(grads, self.output_metas))
+        out = self.plan.derivative.formula(grad, **values)
         return [_fit(g, meta) for g, meta in zip(_flatten(out, len(self.input_metas)), self.input_metas)]
 
 
 def _flatten(out, n: int) -> list:
     """Formula results (one per differentiable argument; lists for Tensor[] arguments) as one flat list."""
     if not isinstance(out, (tuple, list)):
-        out = (out,)
+        return [out]
     flat = []
     for g in out:
         flat.extend(g) if isinstance(g, (list, tuple)) else flat.append(g)
@@ -62,7 +118,7 @@ def _fit(grad, meta):
     if grad is None or meta is None:
         return None
     shape, dtype = meta
-    if tuple(grad.shape) != shape:
+    if grad._data.shape != shape:
         grad = sum_to(grad, shape)
     if grad._data.dtype != dtype:
         grad = grad.to(dtype)
@@ -78,80 +134,92 @@ def sum_to(grad, shape: tuple):
     return grad.view(shape) if lead or tuple(grad.shape) != shape else grad
 
 
-def _differentiable_inputs(op, args):
-    """(position, tensor-or-None) per differentiable argument slot, lists flattened."""
+def _slot_tensors(p: Plan, args) -> list:
+    """The tensor (or None) in each differentiable argument slot, Tensor[] arguments flattened."""
     slots = []
-    for i in sorted(op.tensor_pos + op.list_pos):
+    for i in p.slots:
         a = args[i]
-        if i in op.list_pos:
-            slots.extend((i, t) for t in a)
+        if i in p.lists:
+            slots.extend(a)
         else:
-            slots.append((i, a if hasattr(a, "_data") else None))
+            slots.append(a if hasattr(a, "_data") else None)
     return slots
 
 
 def _meta(t):
-    if t is None or not getattr(t, "_requires_grad", False):
+    if t is None or not t._requires_grad:
         return None
-    return (tuple(t._data.shape), t._data.dtype)
+    return (t._data.shape, t._data.dtype)
 
 
-def _save(op, derivative, args, snapshot):
+def _save(p: Plan, args, snapshot, mutates) -> dict:
     """The values the formula reads, by argument name ("result" is filled in after the kernel)."""
     saved = {}
-    for name in derivative.needs:
-        if name == "result":
-            continue
-        if name.endswith("_shape"):
-            saved[name] = tuple(args[op.schema.index[name[:-6]]]._data.shape)
-            continue
-        i = op.schema.index[name]
-        a = snapshot if (i == op.mutates and snapshot is not None) else args[i]
-        if hasattr(a, "_data"):
-            saved[name] = SavedTensor(a)
-        elif isinstance(a, (list, tuple)) and a and hasattr(a[0], "_data"):
-            saved[name] = list(a)
-        else:
+    for name, kind, i in p.saves:
+        if kind == "shape":
+            saved[name] = args[i]._data.shape
+        elif kind == "arg":
+            a = snapshot if i == mutates and snapshot is not None else args[i]
+            if hasattr(a, "_data"):
+                a = SavedTensor(a)
+            elif isinstance(a, (list, tuple)) and a and hasattr(a[0], "_data"):
+                a = list(a)
             saved[name] = a
     return saved
 
 
-def _check_inplace(op, target) -> None:
+def _check_inplace(target) -> None:
     if target.grad_fn is None and target._requires_grad:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-    if target._base is not None:
-        raise RuntimeError(f"{op.schema.short_name}: in-place operation on a view of another tensor while "
-                           f"recording gradients is not supported by tscript; write it out of place (e.g. "
-                           f"torch.where / masked_fill / torch.cat) or run it under torch.no_grad()")
 
 
 def run_recorded(op, args, arrays, run, wrap):
     """Run `op` (via `run(arrays)`), wrap its outputs (`wrap(out)`) and connect them to the graph."""
-    if op.name in NOT_DIFFERENTIABLE:
+    p = plan(op)
+    if p is None:
         return wrap(run(arrays))
-    derivative = DERIVATIVES.get(op.extra.get("functional", op.name)) or DERIVATIVES.get(op.name)
-    if derivative is None:
-        raise RuntimeError(f"the derivative for '{op.name}' is not implemented")
-    slots = _differentiable_inputs(op, args)
-    edges = [edge(t) if t is not None else (None, 0) for _, t in slots]
-    snapshot = None
+    tensors = _slot_tensors(p, args)
+    edges = [edge(t) if t is not None else (None, 0) for t in tensors]
+    metas = [_meta(t) for t in tensors]
+    snapshot = rebase = target = None
     if op.mutates is not None:
         target = args[op.mutates]
-        _check_inplace(op, target)
-        if "self" in derivative.needs:
+        if target._base is not None:
+            rebase = views.prepare(target)
+            self_slot = next(k for k, t in enumerate(tensors) if t is target)
+            metas[self_slot] = (target._data.shape, target._data.dtype)
+        else:
+            _check_inplace(target)
+        if p.needs_self:
             snapshot = _snapshot(target)
-    saved = _save(op, derivative, args, snapshot)
+    saved = _save(p, args, snapshot, op.mutates)
     result = wrap(run(arrays))
-    outputs = list(result) if isinstance(result, (tuple, list)) else [result]
-    metas = [(tuple(o._data.shape), o._data.dtype) for o in outputs]
-    node = OpNode(op, derivative, saved, edges, [_meta(t) for _, t in slots], metas)
-    if "result" in derivative.needs:
-        saved["result"] = SavedTensor(result) if len(outputs) == 1 else tuple(outputs)
+    outputs = result if isinstance(result, (tuple, list)) else (result,)
+    node = OpNode(p, saved, edges, metas, [(o._data.shape, o._data.dtype) for o in outputs])
+    if rebase is not None:
+        views.rebase(target, node, self_slot, *rebase)
+    else:
+        _connect(outputs, node)
+    if p.needs_result:
+        saved["result"] = _saved_result(outputs, node)
     anomaly.remember(node)
+    return result
+
+
+def _connect(outputs, node) -> None:
     for nr, o in enumerate(outputs):
         if is_float(o._data.dtype):
             o._requires_grad, o.grad_fn, o._output_nr = True, node, nr
-    return result
+            if o._base is not None:
+                o._view_version = o._vc[0]
+
+
+def _saved_result(outputs, node):
+    if len(outputs) > 1:
+        return tuple(outputs)
+    saved = SavedTensor(outputs[0], is_output=True)
+    saved.own(node)
+    return saved
 
 
 def _snapshot(target):

@@ -1,3 +1,138 @@
-"""Norm functions of nn.functional."""
+"""Normalization functions of nn.functional: batch_norm, layer_norm, group_norm, rms_norm,
+composed of differentiable reductions (mean, biased var) and elementwise ops."""
+from __future__ import annotations
 
-__all__: list = []
+from ..._tensor import Tensor
+from ...autograd.grad_mode import no_grad
+from .activation import _check_float
+
+__all__ = ["batch_norm", "layer_norm", "group_norm", "rms_norm"]
+
+
+def _shape_str(shape) -> str:
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def _normalize(input: Tensor, dims: tuple, eps: float) -> Tensor:
+    """(x - mean) / sqrt(var + eps) over `dims`, with the biased variance."""
+    mean = input.mean(dims, keepdim=True)
+    var = input.var(dims, correction=0, keepdim=True)
+    return (input - mean) * (var + eps).rsqrt()
+
+
+def _affine(out: Tensor, weight: Tensor | None, bias: Tensor | None, shape) -> Tensor:
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+# -- batch norm --------------------------------------------------------------------------------------
+
+def _verify_batch_size(size) -> None:
+    values = size[0]
+    for s in size[2:]:
+        values *= s
+    if values == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
+
+
+def _check_channels(channels: int, **tensors) -> None:
+    for name, t in tensors.items():
+        if t is not None and t.numel() != channels:
+            raise RuntimeError(f"{name} should contain {channels} elements not {t.numel()}")
+
+
+def _update_running(running: Tensor, batch_value: Tensor, momentum: float) -> None:
+    """running = (1 - momentum) * running + momentum * batch_value (no gradient)."""
+    with no_grad():
+        running.copy_(running * (1 - momentum) + batch_value.detach().reshape(-1).to(running.dtype) * momentum)
+
+
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+               weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
+               momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalize each channel (dim 1) over the batch and spatial dims. Training uses the batch
+    statistics and updates the running ones in place (with the unbiased variance); evaluation uses
+    the running statistics."""
+    if input.dim() < 2:
+        n = max(input.dim(), 1)
+        raise IndexError(f"batch_norm: Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got 1)")
+    if training:
+        _verify_batch_size(input.shape)
+    _check_float("batch_norm", input)
+    channels = input.shape[1]
+    _check_channels(channels, running_mean=running_mean, running_var=running_var, weight=weight, bias=bias)
+    shape = (1, channels) + (1,) * (input.dim() - 2)
+    if not training:
+        if running_mean is None or running_var is None:
+            raise RuntimeError(f"running_{'mean' if running_mean is None else 'var'} must be defined in "
+                               f"evaluation mode")
+        out = (input - running_mean.reshape(shape)) * (running_var.reshape(shape) + eps).rsqrt()
+        return _affine(out, weight, bias, shape)
+    dims = (0,) + tuple(range(2, input.dim()))
+    mean = input.mean(dims, keepdim=True)
+    var = input.var(dims, correction=0, keepdim=True)
+    if running_mean is not None:
+        _update_running(running_mean, mean, momentum)
+    if running_var is not None:
+        n = input.numel() // channels
+        _update_running(running_var, var * (n / (n - 1)), momentum)
+    return _affine((input - mean) * (var + eps).rsqrt(), weight, bias, shape)
+
+
+# -- layer, group and RMS norm -----------------------------------------------------------------------
+
+def _normalized_dims(input: Tensor, normalized_shape, weight, bias) -> tuple:
+    """The trailing dims that `normalized_shape` names, after PyTorch's shape checks."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    k = len(shape)
+    if k == 0 or input.dim() < k or tuple(input.shape[input.dim() - k:]) != shape:
+        raise RuntimeError(f"Given normalized_shape={_shape_str(shape)}, expected input with shape "
+                           f"[*, {', '.join(str(s) for s in shape)}], but got input of size{_shape_str(input.shape)}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != shape:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of "
+                               f"shape {_shape_str(t.shape)} and normalized_shape = {_shape_str(shape)}")
+    return tuple(range(input.dim() - k, input.dim()))
+
+
+def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    """Normalize over the trailing `normalized_shape` dims, then scale and shift elementwise."""
+    dims = _normalized_dims(input, normalized_shape, weight, bias)
+    _check_float("layer_norm", input)
+    shape = tuple(input.shape[dims[0]:])
+    return _affine(_normalize(input, dims, eps), weight, bias, shape)
+
+
+def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, eps: float | None = None) -> Tensor:
+    """x / sqrt(mean(x^2) + eps) over the trailing dims (eps defaults to the dtype's machine epsilon)."""
+    dims = _normalized_dims(input, normalized_shape, weight, None)
+    _check_float("rms_norm", input)
+    if eps is None:
+        eps = 2.220446049250313e-16 if input.dtype.itemsize == 8 else 1.1920928955078125e-07
+    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
+    return _affine(out, weight, None, tuple(input.shape[dims[0]:]))
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    """Normalize the channels (dim 1) in `num_groups` groups, then scale and shift per channel."""
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
+    n, channels = input.shape[0], input.shape[1]
+    if channels % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input "
+                           f"of shape {_shape_str(input.shape)} and num_groups={num_groups}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (t.dim() != 1 or t.numel() != channels):
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in "
+                               f"input, but got {name} of shape {_shape_str(t.shape)} and input of shape "
+                               f"{_shape_str(input.shape)}")
+    _check_float("group_norm", input)
+    grouped = input.reshape(n, num_groups, -1)
+    out = _normalize(grouped, (2,), eps).reshape(input.shape)
+    return _affine(out, weight, bias, (1, channels) + (1,) * (input.dim() - 2))

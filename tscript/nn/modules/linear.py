@@ -28,8 +28,9 @@ class Linear(Module):
                 raise ValueError(f"Linear: {name} must be a non-negative int, got {v!r}")
         self.in_features, self.out_features = in_features, out_features
         self.weight = Parameter(empty(out_features, in_features, dtype=dtype, device=device))
-        self.bias = Parameter(empty(out_features, dtype=dtype, device=device)) if bias else None
-        if not bias:
+        if bias:
+            self.bias = Parameter(empty(out_features, dtype=dtype, device=device))
+        else:
             self.register_parameter("bias", None)
         self.reset_parameters()
 

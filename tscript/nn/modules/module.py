@@ -6,6 +6,7 @@ from collections import OrderedDict, namedtuple
 from typing import Callable, Iterator
 
 from ..._tensor import Tensor
+from ..._tracing import state as _trace_state
 from ...autograd.graph import RemovableHandle
 from ..parameter import Parameter
 
@@ -38,7 +39,11 @@ class Module:
             out = hook(self, args)
             if out is not None:
                 args = out if isinstance(out, tuple) else (out,)
-        result = self.forward(*args, **kwargs)
+        recorder = _trace_state.recorder
+        if recorder is not None:  # tracing: the call becomes prim::CallMethod with its own graph
+            result = recorder.call_module(self, args, kwargs)
+        else:
+            result = self.forward(*args, **kwargs)
         for hook in list(self._forward_hooks):
             out = hook(self, args, result)
             if out is not None:

@@ -1,0 +1,119 @@
+"""The machine-readable graph (`<entry>.graph.json` in a saved model): what the executor runs.
+
+    {"format": "tscript-graph", "version": 1,
+     "inputs": [{"name": "x.1", "type": "Float(batch, 784)"}, ...],
+     "outputs": ["5"],
+     "nodes": [{"kind": "aten::linear", "inputs": ["x.1", "w"], "outputs": [{"name": "5", "type": "..."}],
+                "attrs": {...}, "blocks": [{"params": [...], "nodes": [...], "returns": [...]}]}]}
+
+Attribute values are JSON scalars and lists, or tagged objects: {"tuple": [...]}, {"dtype": "float32"},
+{"tensor": "c0"} (a tensor constant stored beside the graph), {"float": "nan"|"inf"|"-inf"}.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import dtypes as dt
+from .errors import ModelError
+
+FORMAT, VERSION = "tscript-graph", 1
+
+
+class TensorRef:
+    """An attribute referring to a tensor constant stored by name beside the graph."""
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, TensorRef) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __repr__(self) -> str:
+        return f"<Tensor {self.name}>"
+
+
+def encode_attr(value):
+    """A node attribute as JSON-compatible data."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"float": repr(value)}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, np.dtype):
+        return {"dtype": dt.NAMES[value]}
+    if isinstance(value, TensorRef):
+        return {"tensor": value.name}
+    if isinstance(value, tuple):
+        return {"tuple": [encode_attr(v) for v in value]}
+    if isinstance(value, list):
+        return [encode_attr(v) for v in value]
+    raise TypeError(f"cannot store attribute value {value!r} in a graph file")
+
+
+def decode_attr(data):
+    """Inverse of encode_attr; ModelError on anything unexpected (files are untrusted)."""
+    if data is None or isinstance(data, (bool, int, float, str)):
+        return data
+    if isinstance(data, list):
+        return [decode_attr(v) for v in data]
+    if isinstance(data, dict) and len(data) == 1:
+        (tag, v), = data.items()
+        if tag == "tuple" and isinstance(v, list):
+            return tuple(decode_attr(x) for x in v)
+        if tag == "dtype" and v in dt.BY_NAME:
+            return dt.BY_NAME[v]
+        if tag == "tensor" and isinstance(v, str):
+            return TensorRef(v)
+        if tag == "float" and v in ("nan", "inf", "-inf"):
+            return float(v)
+    raise ModelError(f"malformed attribute value in graph: {data!r}")
+
+
+def check_graph(data) -> dict:
+    """Validate the structure of a graph document (names, nesting, definitions before uses)."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ModelError("not a tscript graph document")
+    if data.get("version") != VERSION:
+        raise ModelError(f"unsupported graph format version {data.get('version')!r} (this runtime reads "
+                         f"version {VERSION})")
+    defined = {_name(i, "graph input") for i in _list(data, "inputs")}
+    _check_block(_list(data, "nodes"), defined)
+    for r in _list(data, "outputs"):
+        if r not in defined:
+            raise ModelError(f"graph output %{r} is never defined")
+    return data
+
+
+def _list(d: dict, key: str) -> list:
+    v = d.get(key)
+    if not isinstance(v, list):
+        raise ModelError(f"graph field '{key}' must be a list")
+    return v
+
+
+def _name(entry, what: str) -> str:
+    name = entry.get("name") if isinstance(entry, dict) else None
+    if not isinstance(name, str):
+        raise ModelError(f"{what} without a name: {entry!r}")
+    return name
+
+
+def _check_block(nodes: list, defined: set) -> None:
+    for node in nodes:
+        if not isinstance(node, dict) or not isinstance(node.get("kind"), str):
+            raise ModelError(f"malformed node in graph: {node!r}")
+        for v in _list(node, "inputs"):
+            if v not in defined:
+                raise ModelError(f"{node['kind']} uses %{v} before it is defined")
+        for block in node.get("blocks", []):
+            inner = set(defined) | {_name(p, "block parameter") for p in _list(block, "params")}
+            _check_block(_list(block, "nodes"), inner)
+            for r in _list(block, "returns"):
+                if r not in inner:
+                    raise ModelError(f"block of {node['kind']} returns undefined %{r}")
+        defined.update(_name(o, "node output") for o in _list(node, "outputs"))

@@ -1,0 +1,51 @@
+"""The `prim::` nodes the executor runs (control flow aside): each entry builds the node's run
+function from its attributes. Values are whatever the executor's domain uses (numpy arrays in the
+runtime, tscript tensors in the compiler), so these only move values around."""
+from __future__ import annotations
+
+from .errors import OpRuntimeError
+
+
+def _getattr(obj, name: str):
+    """A module attribute: saved models hold modules as dicts, tscript as nn.Module objects."""
+    return obj[name] if isinstance(obj, dict) else getattr(obj, name)
+
+
+def _raise(message=None):
+    raise OpRuntimeError(str(message) if message is not None else "Exception raised by the model")
+
+
+def _getitem(container, index):
+    try:
+        return container[index]
+    except (IndexError, KeyError) as e:
+        raise OpRuntimeError(f"__getitem__: {type(e).__name__}: {e}") from None
+
+
+def _constant(attrs: dict, domain):
+    value = attrs.get("value")
+    if domain.is_tensor_ref(value):
+        value = domain.constant_tensor(value)
+    return lambda: value
+
+
+PRIMS = {
+    "prim::Constant": _constant,
+    "prim::GetAttr": lambda attrs, domain: (lambda obj, name=attrs["name"]: _getattr(obj, name)),
+    "prim::ListConstruct": lambda attrs, domain: (lambda *xs: list(xs)),
+    "prim::TupleConstruct": lambda attrs, domain: (lambda *xs: tuple(xs)),
+    "prim::DictConstruct": lambda attrs, domain: (lambda *kv: dict(zip(kv[::2], kv[1::2]))),
+    "prim::ListUnpack": lambda attrs, domain: tuple,
+    "prim::TupleUnpack": lambda attrs, domain: tuple,
+    "prim::TupleIndex": lambda attrs, domain: _getitem,
+    "aten::__getitem__": lambda attrs, domain: _getitem,
+    "aten::len": lambda attrs, domain: len,
+    "aten::dim": lambda attrs, domain: (lambda x: x.ndim),
+    "prim::dtype": lambda attrs, domain: (lambda x: x.dtype),
+    "prim::RaiseException": lambda attrs, domain: _raise,
+    "prim::Uninitialized": lambda attrs, domain: (lambda: None),
+    "prim::unchecked_cast": lambda attrs, domain: (lambda x: x),
+}
+
+# Multi-output prims return a tuple that is spread over the node's outputs.
+SPREAD = {"prim::ListUnpack", "prim::TupleUnpack"}

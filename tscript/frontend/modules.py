@@ -1,0 +1,213 @@
+"""`ScriptFunction` and `ScriptModule`: compiled objects holding IR graphs, called through the one
+executor (`tscript_runtime.executor`). Without autograd the graph runs on numpy arrays (fast);
+when inputs or parameters require grad it runs on tensors through dispatch, so backward works.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tscript_runtime.executor import ArrayDomain, Program
+from tscript_runtime.graph_format import TensorRef
+
+from .._dispatch import dispatch
+from .._tensor import Tensor, _make
+from ..autograd.grad_mode import state as grad_state
+from ..ir.graph import Graph
+from ..ir.passes.inline import inline_calls
+from ..ir.serialize import graph_to_json
+
+
+class TensorDomain:
+    """Executor domain of tscript tensors: ops go through dispatch (autograd records them)."""
+
+    def __init__(self, constants: dict):
+        self.constants = constants
+
+    def op_runner(self, op):
+        return lambda *args: dispatch(op, args)
+
+    def is_tensor_ref(self, value) -> bool:
+        return isinstance(value, TensorRef)
+
+    def constant_tensor(self, ref: TensorRef):
+        return _make(self.constants[ref.name])
+
+
+def to_arrays(x):
+    """Tensors inside nested containers as numpy arrays."""
+    if isinstance(x, Tensor):
+        return x._data
+    if isinstance(x, (list, tuple)):
+        return type(x)(to_arrays(v) for v in x) if not hasattr(x, "_fields") else type(x)(*map(to_arrays, x))
+    if isinstance(x, dict):
+        return {k: to_arrays(v) for k, v in x.items()}
+    return x
+
+
+def to_tensors(x):
+    """Arrays inside nested containers as tscript tensors (numpy scalars as 0-dim tensors)."""
+    if isinstance(x, np.ndarray):
+        return _make(x)
+    if isinstance(x, np.generic):
+        return _make(np.asarray(x))
+    if isinstance(x, (list, tuple)):
+        return type(x)(to_tensors(v) for v in x)
+    if isinstance(x, dict):
+        return {k: to_tensors(v) for k, v in x.items()}
+    return x
+
+
+def _needs_grad(x) -> bool:
+    if isinstance(x, Tensor):
+        return x._requires_grad
+    if isinstance(x, (list, tuple)):
+        return any(_needs_grad(v) for v in x)
+    if isinstance(x, dict):
+        return any(_needs_grad(v) for v in x.values())
+    return False
+
+
+class ScriptFunction:
+    """A compiled function: `.graph`, `.inlined_graph`, `.code`; calling runs the graph."""
+
+    def __init__(self, graph: Graph, name: str = "forward"):
+        self.graph = graph
+        self.name = name
+        self._inlined: Graph | None = None
+        self._programs: dict[str, Program] = {}
+
+    @property
+    def inlined_graph(self) -> Graph:
+        """The graph with every call replaced by the callee's nodes."""
+        if self._inlined is None:
+            self._inlined = inline_calls(self.graph.copy())
+        return self._inlined
+
+    @property
+    def code(self) -> str:
+        """Python-like source regenerated from the IR."""
+        from ..ir.python_code import graph_to_code
+        return graph_to_code(self.inlined_graph, self.name)
+
+    def _program(self, domain_name: str) -> Program:
+        if domain_name not in self._programs:
+            g = self.inlined_graph
+            domain = ArrayDomain(g.constants) if domain_name == "array" else TensorDomain(g.constants)
+            self._programs[domain_name] = Program(graph_to_json(g), domain)
+        return self._programs[domain_name]
+
+    def _run(self, args: tuple, module=None):
+        """Run the graph on `args` (with `module` as %self for methods); tscript values out."""
+        if grad_state.enabled and (_needs_grad(args) or (module is not None and _module_needs_grad(module))):
+            inputs = ((module,) if module is not None else ()) + tuple(args)
+            outs = self._program("tensor").run(inputs)
+        else:
+            inputs = ((_attr_tree(module),) if module is not None else ()) + tuple(to_arrays(a) for a in args)
+            outs = to_tensors(self._program("array").run(inputs))
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def __call__(self, *args):
+        return self._run(args)
+
+    def __repr__(self) -> str:
+        return f"<tscript.jit.ScriptFunction {self.name}>"
+
+
+def _module_needs_grad(module) -> bool:
+    return any(p._requires_grad for p in module.parameters())
+
+
+def _attr_tree(module) -> dict:
+    """A module's parameters, buffers and submodules as nested dicts of arrays (what GetAttr reads
+    in the array domain); arrays are shared, so in-place updates (BatchNorm stats) stick."""
+    tree = {name: (p._data if p is not None else None) for name, p in module._parameters.items()}
+    tree.update({name: (b._data if b is not None else None) for name, b in module._buffers.items()})
+    tree.update({name: _attr_tree(m) for name, m in module._modules.items() if m is not None})
+    return tree
+
+
+class ScriptModule:
+    """A compiled module: wraps the original `nn.Module` (its parameters and buffers) and the graph
+    of its `forward`; submodules are ScriptModules too, each with the graph of its own call."""
+
+    def __init__(self, module, graph: Graph, method_graphs: dict | None = None):
+        self.__dict__["_module"] = module
+        self.__dict__["_forward"] = ScriptFunction(graph, "forward")
+        self.__dict__["_method_graphs"] = method_graphs or {}
+
+    @property
+    def original_name(self) -> str:
+        return type(self._module).__name__
+
+    @property
+    def graph(self) -> Graph:
+        return self._forward.graph
+
+    @property
+    def inlined_graph(self) -> Graph:
+        return self._forward.inlined_graph
+
+    @property
+    def code(self) -> str:
+        return self._forward.code
+
+    def forward(self, *args):
+        return self._forward._run(args, self._module)
+
+    def __call__(self, *args):
+        return self.forward(*args)
+
+    def __getattr__(self, name: str):
+        value = getattr(self._module, name)
+        from ..nn.modules.module import Module
+        if isinstance(value, Module) and id(value) in self._method_graphs:
+            return ScriptModule(value, self._method_graphs[id(value)], self._method_graphs)
+        return value
+
+    def __setattr__(self, name: str, value) -> None:
+        setattr(self._module, name, value)
+
+    # The module API a ScriptModule keeps (SPEC §5).
+    def parameters(self, recurse: bool = True):
+        return self._module.parameters(recurse)
+
+    def named_parameters(self, *args, **kwargs):
+        return self._module.named_parameters(*args, **kwargs)
+
+    def buffers(self, recurse: bool = True):
+        return self._module.buffers(recurse)
+
+    def named_buffers(self, *args, **kwargs):
+        return self._module.named_buffers(*args, **kwargs)
+
+    def state_dict(self, *args, **kwargs):
+        return self._module.state_dict(*args, **kwargs)
+
+    def load_state_dict(self, *args, **kwargs):
+        return self._module.load_state_dict(*args, **kwargs)
+
+    def train(self, mode: bool = True) -> "ScriptModule":
+        self._module.train(mode)
+        return self
+
+    def eval(self) -> "ScriptModule":
+        return self.train(False)
+
+    @property
+    def training(self) -> bool:
+        return self._module.training
+
+    def children(self):
+        return (getattr(self, name) for name, _ in self._module.named_children())
+
+    def named_children(self):
+        return ((name, getattr(self, name)) for name, _ in self._module.named_children())
+
+    def modules(self):
+        return self._module.modules()
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        self._module.zero_grad(set_to_none)
+
+    def __repr__(self) -> str:
+        return f"RecursiveScriptModule(original_name={self.original_name})"

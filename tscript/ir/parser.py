@@ -1,0 +1,350 @@
+"""Parse printed IR back into a `Graph`: the exact inverse of printer.py, so
+`str(parse_ir(str(g))) == str(g)` (value names, types, attributes, comments, nested blocks and
+`with <kind>_<n> = graph(...)` subgraph sections all survive).
+
+The grammar is `ir.lark`; a LALR parser calls `_Builder`'s rule methods while it reads, so nodes
+are created in text order and no parse tree is kept (linear time, one pass). Values must be
+defined before they are used in the text, as in every printed graph. Tensor constants come back
+as `TensorRef` attributes without data (the text does not hold it).
+"""
+from __future__ import annotations
+
+import json
+import threading
+from importlib import resources
+
+import numpy as np
+from lark import Lark, Token
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from tscript_runtime import dtypes as _dt
+
+from .graph import Block, Graph, Node, Value
+from .printer import TensorRef
+from .types import DTYPE_BY_NAME, SCALARS, DictType, ListType, ModuleType, OptionalType, TensorType, TupleType
+
+
+class IRParseError(ValueError):
+    """Malformed IR text; the message names the line and column and what was expected."""
+
+
+def parse_ir(text: str) -> Graph:
+    """The Graph that `text` (as printed by `str(graph)`) describes."""
+    with _LOCK:
+        builder, parser = _parser()
+        builder.reset(text)
+        try:
+            return parser.parse(text)
+        except UnexpectedInput as e:
+            raise IRParseError(_syntax_message(e, text, parser)) from None
+        finally:
+            builder.reset("")
+
+
+_LOCK = threading.Lock()  # the builder holds one parse's state, so parses take turns
+_PARSER: tuple | None = None
+
+
+def _parser() -> tuple["_Builder", Lark]:
+    global _PARSER
+    if _PARSER is None:
+        builder = _Builder()
+        grammar = resources.files(__package__).joinpath("ir.lark").read_text()
+        _PARSER = builder, Lark(grammar, parser="lalr", transformer=builder, maybe_placeholders=True)
+    return _PARSER
+
+
+def _at(tok: Token) -> str:
+    return f"line {tok.line}, column {tok.column}"
+
+
+class _Builder:
+    """Rule callbacks (named after the rules in ir.lark) that build the graph as the parser reduces."""
+
+    def reset(self, text: str) -> None:
+        self.text = text
+        self.graph: Graph | None = None
+        self.values: dict[str, tuple[Value, Token]] = {}  # name -> (value, where it was defined)
+        self.blocks: list[list] = []        # open blocks, innermost last: [block, last node in it]
+        self.sections: dict[str, Graph] = {}
+        self.graph_refs: list[tuple[Node, str, Token]] = []  # attributes naming a subgraph section
+
+    # -- graphs and sections ----------------------------------------------------------------------------
+    def graph_head(self, children) -> None:
+        self.graph, self.values = Graph(), {}
+        for tok, type_ in children[0] or ():
+            self._define(tok, type_, self.graph.block.add_param)
+        self.blocks = [[self.graph.block, None]]
+
+    def graph(self, children) -> Graph:
+        for v in children[-1] or ():
+            self.graph.add_output(v)
+        return self.graph
+
+    def section(self, children) -> None:
+        label, graph = children
+        if label in self.sections:
+            raise IRParseError(f"{_at(label)}: subgraph {label} is defined twice")
+        self.sections[str(label)] = graph
+
+    def start(self, children) -> Graph:
+        for node, key, label in self.graph_refs:
+            if label not in self.sections:
+                raise IRParseError(f"{_at(label)}: attribute {key} names subgraph {label}, "
+                                   f"but there is no `with {label} = graph(...)` section")
+            node.attrs[key] = self.sections[label]
+        return children[0]
+
+    # -- nodes and blocks ---------------------------------------------------------------------------------
+    def node_head(self, children) -> None:
+        outputs, kind, attrs, inputs, comment = children
+        node = Node(self.graph, str(kind), inputs or (), 0, self._attrs(attrs or (), kind))
+        for tok, type_ in outputs or ():
+            self._define(tok, type_, lambda t, name: node.add_output(t, name))
+        if comment is not None:
+            node.scope, node.source = _parse_comment(comment)
+        self.graph_refs.extend((node, key, label) for key, label in self.pending_refs)
+        open_block = self.blocks[-1]
+        open_block[0].append(node)
+        open_block[1] = node
+
+    def block_head(self, children) -> None:
+        tok, params = children
+        owner = self.blocks[-1][1]
+        if tok != f"block{len(owner.blocks)}":
+            raise IRParseError(f"{_at(tok)}: expected block{len(owner.blocks)} of {owner.kind}, got {tok}")
+        block = owner.add_block()
+        for ptok, type_ in params or ():
+            self._define(ptok, type_, block.add_param)
+        self.blocks.append([block, None])
+
+    def block(self, children) -> None:
+        block: Block = self.blocks.pop()[0]
+        for v in children[-1] or ():
+            block.add_return(v)
+
+    # -- values -------------------------------------------------------------------------------------------
+    def typed_values(self, children) -> list:
+        return children
+
+    def typed_value(self, children) -> tuple:
+        return children[0], children[1]
+
+    def values(self, children) -> list[Value]:
+        found = []
+        for tok in children:
+            entry = self.values.get(tok[1:])
+            if entry is None:
+                raise IRParseError(f"{_at(tok)}: use of undefined value {tok}")
+            found.append(entry[0])
+        return found
+
+    def _define(self, tok: Token, type_, make) -> None:
+        name = tok[1:]
+        if name in self.values:
+            raise IRParseError(f"{_at(tok)}: value {tok} is defined twice "
+                               f"(first at line {self.values[name][1].line})")
+        self.values[name] = make(type_, name), tok
+
+    # -- types --------------------------------------------------------------------------------------------
+    def named_type(self, children):
+        (name,) = children
+        if name in SCALARS:
+            return SCALARS[name]
+        if name == "Tensor":
+            return TensorType()
+        if name.startswith("__module__."):
+            return ModuleType(name[len("__module__."):])
+        raise IRParseError(f"{_at(name)}: unknown type {name}")
+
+    def sized_type(self, children):
+        name, *dims = children
+        return TensorType(self._dtype(name), tuple(d for d in dims if d is not _NO_DIM))
+
+    def unsized_type(self, children):
+        return TensorType(self._dtype(children[0]), None)
+
+    def dim(self, children):
+        (tok,) = children
+        if tok.type == "INT":
+            return int(tok)
+        return None if tok.type == "STAR" else str(tok)
+
+    def generic_type(self, children):
+        name, *args = children
+        make = _GENERICS.get(str(name))
+        if make is None or (make.arity is not None and make.arity != len(args)):
+            raise IRParseError(f"{_at(name)}: unknown type {name}[{', '.join(map(str, args))}]")
+        return make(args)
+
+    def empty_tuple_type(self, children):
+        if children[0] != "Tuple":
+            raise IRParseError(f"{_at(children[0])}: unknown type {children[0]}[()]")
+        return TupleType(())
+
+    @staticmethod
+    def _dtype(name: Token):
+        if name == "Tensor":
+            return None
+        if name not in DTYPE_BY_NAME:
+            raise IRParseError(f"{_at(name)}: unknown tensor type {name} "
+                               f"(expected Tensor or one of {', '.join(DTYPE_BY_NAME)})")
+        return DTYPE_BY_NAME[name]
+
+    # -- attributes ---------------------------------------------------------------------------------------
+    def attrs(self, children) -> list:
+        return [c for c in children if c is not None]
+
+    def attr(self, children) -> tuple:
+        return children[0], children[1]
+
+    def _attrs(self, pairs, kind: Token) -> dict:
+        self.pending_refs = []
+        out = {}
+        for key, value in pairs:
+            if key in out:
+                raise IRParseError(f"{_at(key)}: attribute {key} of {kind} is given twice")
+            if isinstance(value, _Label):
+                self.pending_refs.append((str(key), value.tok))
+            out[str(key)] = value
+        return out
+
+    def int_attr(self, children):
+        return int(children[0])
+
+    def float_attr(self, children):
+        return float(children[0])
+
+    def str_attr(self, children):
+        return json.loads(children[0])
+
+    def true_attr(self, children):
+        return True
+
+    def false_attr(self, children):
+        return False
+
+    def none_attr(self, children):
+        return None
+
+    def dtype_attr(self, children):
+        (tok,) = children
+        dtype = _dt.BY_NAME.get(tok[len("tscript."):])
+        if dtype is None:
+            raise IRParseError(f"{_at(tok)}: unknown dtype {tok}")
+        return np.dtype(dtype)
+
+    def tensor_attr(self, children):
+        return TensorRef(children[0][len("<Tensor "):-1])
+
+    def graph_attr(self, children):
+        return _Label(children[0])
+
+    def list_attr(self, children):
+        return [c for c in children if c is not None] if children != [None] else []
+
+    def tuple_attr(self, children):
+        return tuple(children)
+
+
+class _Label:
+    """A subgraph attribute until its `with` section has been read."""
+    __slots__ = ("tok",)
+
+    def __init__(self, tok: Token):
+        self.tok = tok
+
+
+_NO_DIM = None  # what the grammar's optional dim list yields for `Float()`
+
+
+class _Generic:
+    """A parametrised type constructor: `List[T]` and friends, with the number of arguments it takes."""
+
+    def __init__(self, arity: int | None, make):
+        self.arity, self.make = arity, make
+
+    def __call__(self, args):
+        return self.make(*args) if self.arity is not None else self.make(tuple(args))
+
+
+_GENERICS = {
+    "List": _Generic(1, ListType),
+    "Optional": _Generic(1, OptionalType),
+    "Dict": _Generic(2, DictType),
+    "Tuple": _Generic(None, TupleType),
+}
+
+
+def _parse_comment(tok: Token) -> tuple[str, str | None]:
+    """`# scope: fc1, model.py:12` -> ("fc1", "model.py:12"); see printer._comment for the quoting."""
+    text = tok[1:].rstrip("\r")
+    text = text[1:] if text.startswith(" ") else text
+    scope, rest = "", text
+    if text.startswith("scope: "):
+        scope, rest = _split_scope(text[len("scope: "):], tok)
+    if not rest:
+        return scope, None
+    return scope, _unquote(rest, tok)
+
+
+def _split_scope(text: str, tok: Token) -> tuple[str, str]:
+    if text.startswith('"'):
+        try:
+            scope, end = json.JSONDecoder().raw_decode(text)
+        except ValueError:
+            raise IRParseError(f"{_at(tok)}: bad quoted scope in comment {tok}") from None
+        rest = text[end:]
+        if rest and not rest.startswith(", "):
+            raise IRParseError(f"{_at(tok)}: expected ', <source>' after the scope in comment {tok}")
+        return scope, rest[2:]
+    scope, _, rest = text.partition(", ")
+    return scope, rest
+
+
+def _unquote(text: str, tok: Token) -> str:
+    if not text.startswith('"'):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise IRParseError(f"{_at(tok)}: bad quoted source in comment {tok}") from None
+
+
+# What the syntax error says was expected, for terminals whose name alone does not tell.
+_TERMINAL_NAMES = {
+    "VALUE": "a value (%name)", "KIND": "an op kind (ns::name)", "BLOCK": "blockN(", "TYPE_NAME": "a type",
+    "SYMBOL": "a name", "INT": "an integer", "FLOAT": "a float", "STRING": "a string",
+    "DTYPE": "a dtype (tscript.float32)", "TENSOR_REF": "<Tensor name>", "COMMENT": "a comment",
+    "STAR": "'*'", "$END": "end of input",
+}
+
+
+def _describe_terminal(name: str, parser: Lark) -> str:
+    if name in _TERMINAL_NAMES:
+        return _TERMINAL_NAMES[name]
+    try:
+        pattern = parser.get_terminal(name).pattern
+    except KeyError:
+        return name
+    return repr(pattern.value) if pattern.type == "str" else name
+
+
+def _syntax_message(e: UnexpectedInput, text: str, parser: Lark) -> str:
+    if isinstance(e, UnexpectedCharacters):
+        found = f"unexpected character {text[e.pos_in_stream]!r}"
+        expected = e.allowed
+    elif isinstance(e, UnexpectedEOF) or (isinstance(e, UnexpectedToken) and e.token.type == "$END"):
+        found, expected = "unexpected end of input", e.expected
+        e.line, e.column = _end_position(text)
+    else:
+        found, expected = f"unexpected {e.token!r}"[:80], e.expected
+        found = f"unexpected {str(e.token)!r}"
+    wanted = ", ".join(sorted({_describe_terminal(t, parser) for t in expected}))
+    context = e.get_context(text).rstrip("\n") if e.pos_in_stream is not None else ""
+    return f"line {e.line}, column {e.column}: {found}; expected {wanted}" + (f"\n{context}" if context else "")
+
+
+def _end_position(text: str) -> tuple[int, int]:
+    lines = text.split("\n")
+    return len(lines), len(lines[-1]) + 1

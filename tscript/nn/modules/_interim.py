@@ -1,0 +1,48 @@
+"""TEMPORARY stand-ins until the norm/dropout/activation helpers land. Remove."""
+import math
+import tscript as torch
+from ..parameter import Parameter
+from .module import Module
+from ..functional.attention import _dropout
+
+
+def relu(x):
+    return torch.relu(x)
+
+
+def gelu(x, approximate="none"):
+    return x * 0.5 * (1 + torch.erf(x * (1 / math.sqrt(2))))
+
+
+def dropout(x, p=0.5, training=True, inplace=False):
+    return _dropout(x, p) if training and p > 0 else x
+
+
+class Dropout(Module):
+    def __init__(self, p=0.5, inplace=False):
+        super().__init__()
+        self.p, self.inplace = p, inplace
+
+    def forward(self, x):
+        return dropout(x, self.p, self.training)
+
+    def extra_repr(self):
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class LayerNorm(Module):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        self.weight = Parameter(torch.ones(*self.normalized_shape, dtype=dtype))
+        self.bias = Parameter(torch.zeros(*self.normalized_shape, dtype=dtype)) if bias else None
+
+    def forward(self, x):
+        mean = x.mean(-1, keepdim=True)
+        var = ((x - mean) ** 2).mean(-1, keepdim=True)
+        y = (x - mean) / (var + self.eps).sqrt() * self.weight
+        return y if self.bias is None else y + self.bias
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
