@@ -17,7 +17,8 @@ from ._size import Size
 from .serialization import load, save
 from . import autograd, jit, nn
 from . import optim, utils
-from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+                       set_grad_enabled)
 from . import _api_indexing, _api_linalg, _api_reductions, _bindings
 
 float = float32  # noqa: A001  (PyTorch's aliases)

@@ -41,6 +41,7 @@ def dispatch(op: OpDef, args: tuple, kwargs: dict | None = None):
             needs_grad = needs_grad or a._requires_grad
         elif a is not None and (a.__class__ not in _NUMBERS or op.schema.args[i].base_type == "Tensor"):
             op.schema.check_types(args, _is_tensor)  # raises the TypeError naming the argument
+            arrays[i] = _plain_number(a)
     for i in op.list_pos:
         arrays[i] = _unwrap_list(op, args, i)
         needs_grad = needs_grad or any(t is not None and t._requires_grad for t in args[i])
@@ -52,6 +53,14 @@ def dispatch(op: OpDef, args: tuple, kwargs: dict | None = None):
     if _trace_state.recorder is not None:
         return _trace_state.recorder.record(op, args, result)
     return result
+
+
+def _plain_number(x):
+    """A number of an int/float subclass (a traced size) as a plain one: numpy would promote the
+    subclass as a strong float64/int64 instead of a weak Python scalar."""
+    if isinstance(x, int) and not isinstance(x, bool):
+        return int(x)
+    return float(x) if isinstance(x, float) else x
 
 
 def _run(op: OpDef, args, arrays):

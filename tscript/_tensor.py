@@ -63,6 +63,8 @@ class Tensor:
         return self._data.ndim
 
     def numel(self) -> int:
+        if _trace_state.recorder is not None:  # a product of traced sizes, not frozen
+            return self.shape.numel()
         return self._data.size
 
     nelement = numel
@@ -174,6 +176,7 @@ class Tensor:
 
     def numpy(self, force: bool = False) -> np.ndarray:
         """The data as an ndarray sharing memory with this tensor."""
+        warn_conversion("NumPy array")
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                                "instead.")
@@ -273,6 +276,8 @@ class Tensor:
 
     def detach(self) -> "Tensor":
         """A new tensor sharing data (and version counter) with this one, outside autograd."""
+        if _trace_state.recorder is not None:  # recorded, so the trace keeps the data flow
+            return dispatch(OPS["aten::detach"], (self,))
         t = _make(self._data)
         t._vc = self._vc
         return t

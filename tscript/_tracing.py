@@ -41,7 +41,8 @@ def warn_conversion(what: str) -> None:
         return
     f = user_frame()
     where = f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else "<unknown>"
-    msg = (f"{where}: Converting a tensor to a Python {what} might cause the trace to be incorrect. We can't "
+    noun = what if what.startswith("NumPy") else f"Python {what}"
+    msg = (f"{where}: Converting a tensor to a {noun} might cause the trace to be incorrect. We can't "
            f"record the data flow of Python values, so this value will be treated as a constant in the "
            f"future. This means that the trace might not generalize to other inputs!")
     if f is not None:

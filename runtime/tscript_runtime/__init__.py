@@ -6,9 +6,10 @@ import warnings
 
 from . import dtypes, ops
 from .errors import InputError, ModelError
+from .model import Model, load
 
 # numpy warns about 1/0 and log(-1); PyTorch returns inf/nan silently, and so do our kernels.
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"tscript_runtime\.ops(\..*)?$")
 
-__all__ = ["dtypes", "ops", "InputError", "ModelError"]
+__all__ = ["dtypes", "ops", "InputError", "Model", "ModelError", "load"]
 __version__ = "0.1.0"

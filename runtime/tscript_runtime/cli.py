@@ -1,20 +1,164 @@
-"""The `tsrt` command (also `python -m tscript_runtime`): inspect and run saved models."""
+"""The `tsrt` command (also `python -m tscript_runtime`): inspect and run saved models.
+
+    tsrt info model.tsm                                  entry points, parameters, size, native code
+    tsrt run model.tsm --input x.npy [...] [--output out.npz]
+    tsrt ir model.tsm [--entry forward]
+    tsrt bench model.tsm [--runs N] [--input x.npy ...]  latency over repeated runs
+
+Every error is one line on stderr and exit code 2, never a traceback.
+"""
+from __future__ import annotations
+
 import argparse
+import os
 import sys
+import time
+
+import numpy as np
+
+from . import dtypes as dt
+from .errors import OpError
+from .model import Model, load
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tsrt", description="Run tscript saved models (.tsm) with numpy "
                                      "and llvmlite only.")
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    info = commands.add_parser("info", help="show entry points, signature, parameters and native code")
+    run = commands.add_parser("run", help="run an entry point on inputs stored as .npy files")
+    ir = commands.add_parser("ir", help="print the IR of an entry point")
+    bench = commands.add_parser("bench", help="measure the latency of repeated runs")
+    for sub in (info, run, ir, bench):
+        sub.add_argument("model", help="the saved model (.tsm)")
+    for sub in (run, ir, bench):
+        sub.add_argument("--entry", default="forward", help="entry point (default: forward)")
+    for sub in (run, bench):
+        sub.add_argument("--input", action="append", default=[], metavar="FILE.npy",
+                         help="one input per option, in order (bench: random inputs when omitted)")
+    run.add_argument("--output", metavar="FILE.npz", help="also write the outputs to an .npz file")
+    bench.add_argument("--runs", type=int, default=100, help="number of timed runs (default: 100)")
+    bench.add_argument("--warmup", type=int, default=3, help="untimed runs first (default: 3)")
     return parser
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
-    parser.parse_args(argv)
-    parser.print_help()
+    args = build_parser().parse_args(argv)
+    try:
+        COMMANDS[args.command](args)
+    except (OpError, OSError, ValueError) as e:
+        return _fail(str(e).replace("\n", " "))
+    except Exception as e:  # a bug still gets one line, as promised, rather than a traceback
+        return _fail(f"internal error: {type(e).__name__}: {e}")
     return 0
+
+
+def _fail(message: str) -> int:
+    print(f"tsrt: error: {message}", file=sys.stderr)
+    return 2
+
+
+# -- commands ---------------------------------------------------------------------------------------
+
+def cmd_info(args) -> None:
+    model = load(args.model)
+    m = model.manifest
+    print(f"{args.model}: {m.get('kind', '?')} {m.get('name', '?')}, {_size(os.path.getsize(args.model))}, "
+          f"format {m['format']} v{m['version']}, produced by {m.get('producer', 'unknown')}")
+    print("entry points:")
+    for entry in model.entry_points.values():
+        print(f"  {entry.signature}")
+    n = sum(a.size for a in model.params.values())
+    print(f"parameters: {len(model.params)} tensors, {n} values")
+    width = max((len(name) for name in model.params), default=0)
+    for name, array in model.params.items():
+        print(f"  {name:<{width}}  {dt.NAMES[array.dtype]:<7} {list(array.shape)}")
+    print("native code:")
+    natives = [(e.name, e.native) for e in model.entry_points.values() if e.native]
+    for name, native in natives:
+        print(f"  {name}: {native['target_triple']} ({native.get('cpu_features') or 'no CPU features listed'})")
+    if not natives:
+        print("  none (runs on the reference kernels)")
+
+
+def cmd_run(args) -> None:
+    model = load(args.model)
+    outputs = model.run_method(args.entry, *[_read_input(p) for p in args.input])
+    arrays = dict(_flatten("output", outputs))
+    for name, value in arrays.items():
+        print(f"{name}: {_summary(value)}")
+    if args.output:
+        with open(args.output, "wb") as f:
+            np.savez(f, **arrays)
+
+
+def cmd_ir(args) -> None:
+    print(load(args.model).ir(args.entry), end="")
+
+
+def cmd_bench(args) -> None:
+    if args.runs < 1 or args.warmup < 0:
+        raise ValueError("--runs must be at least 1 and --warmup at least 0")
+    model = load(args.model)
+    inputs = [_read_input(p) for p in args.input] or _random_inputs(model, args.entry)
+    times = _time_runs(model, args.entry, inputs, args.runs, args.warmup)
+    print(f"{args.model} {args.entry}: {args.runs} runs, median {_ms(np.median(times))}, "
+          f"p90 {_ms(np.percentile(times, 90))}, min {_ms(times.min())}, mean {_ms(times.mean())}")
+
+
+COMMANDS = {"info": cmd_info, "run": cmd_run, "ir": cmd_ir, "bench": cmd_bench}
+
+
+# -- helpers ----------------------------------------------------------------------------------------
+
+def _read_input(path: str) -> np.ndarray:
+    try:
+        return np.load(path, allow_pickle=False)
+    except ValueError as e:
+        raise ValueError(f"{path}: not a .npy array without pickled objects ({e})") from None
+
+
+def _random_inputs(model: Model, entry: str) -> list:
+    return model.entry(entry).signature.example_inputs(np.random.default_rng(0))
+
+
+def _time_runs(model: Model, entry: str, inputs: list, runs: int, warmup: int) -> np.ndarray:
+    for _ in range(warmup):
+        model.run_method(entry, *inputs)
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        model.run_method(entry, *inputs)
+        times.append(time.perf_counter() - start)
+    return np.array(times)
+
+
+def _flatten(name: str, value):
+    """(key, array) pairs of a nested output: `output`, `output.0`, `output.logits`, ..."""
+    if isinstance(value, (tuple, list)):
+        for i, v in enumerate(value):
+            yield from _flatten(f"{name}.{i}", v)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _flatten(f"{name}.{k}", v)
+    elif value is not None:
+        yield name, np.asarray(value)
+
+
+def _summary(a: np.ndarray) -> str:
+    head = f"{dt.NAMES.get(a.dtype, str(a.dtype))} {list(a.shape)}"
+    if a.size <= 8:
+        return f"{head} {np.array2string(a.ravel(), precision=6, separator=', ')}"
+    values = a.astype(np.float64)
+    return f"{head} min {values.min():.6g} max {values.max():.6g} mean {values.mean():.6g}"
+
+
+def _size(n: int) -> str:
+    return f"{n} bytes" if n < 1024 else f"{n / 1024:.1f} KiB" if n < 1024 ** 2 else f"{n / 1024 ** 2:.1f} MiB"
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f} ms"
 
 
 if __name__ == "__main__":

@@ -3,36 +3,43 @@ and prim::Loop, releasing each intermediate after its last use.
 
 It is generic over a *domain*, the kind of values it moves around: `ArrayDomain` runs op kernels on
 numpy arrays (the standalone runtime); tscript passes a domain that dispatches on tensors, so
-autograd records through a scripted model. Compiling a graph once into a `Program` (steps with
-integer slots) keeps the per-node cost below eager dispatch.
+autograd records through a scripted model. A domain provides `op_runner(op)`, `is_tensor_ref(value)`
+and `constant_tensor(ref)`; it may set `array_outputs = True` to have single tensor results of ops
+normalized to ndarrays (kernels may return numpy scalars for 0-dim results).
+
+Compiling a graph once into a `Program` keeps the per-node cost below eager dispatch: values live in
+integer slots of one list, each step reads its inputs with a C-level getter, constant nodes are
+evaluated once at compile time, and the slots to clear after each step are planned in advance.
 """
 from __future__ import annotations
 
+from operator import itemgetter
+
 import numpy as np
 
-from .errors import ModelError, OpError, OpRuntimeError
+from .errors import ModelError, OpError, OpIndexError, OpRuntimeError, OpTypeError, OpValueError
 from .graph_format import TensorRef, check_graph, decode_attr
 from .ops import OPS
-from .prims import PRIMS, SPREAD
+from .ops.registry import TensorMeta
+from .prims import COMPILE_TIME, PRIMS, SPREAD
 
-_ONE, _SPREAD, _NONE, _IF, _LOOP = range(5)
+# Step modes: how a step's result reaches its output slots.
+_ONE, _ARRAY, _SPREAD, _NONE, _IF, _LOOP = range(6)
 _ndarray = np.ndarray
+_asarray = np.asarray
+_CLEAN = ((IndexError, OpIndexError), (TypeError, OpTypeError), (ValueError, OpValueError))
 
 
 class ArrayDomain:
     """Values are numpy arrays and Python values; ops run their reference kernels directly."""
 
+    array_outputs = True
+
     def __init__(self, constants: dict | None = None):
         self.constants = constants or {}
 
     def op_runner(self, op):
-        kernel = op.kernel
-        tensor_out = len(op.schema.returns) == 1 and op.schema.returns[0].type == "Tensor"
-
-        def run(*args):
-            out = kernel(*args)
-            return np.asarray(out) if tensor_out and out.__class__ is not _ndarray else out
-        return run
+        return op.kernel
 
     def is_tensor_ref(self, value) -> bool:
         return isinstance(value, TensorRef)
@@ -50,124 +57,248 @@ class Program:
         check_graph(graph)
         self.domain = domain
         self.slots: dict[str, int] = {}
+        self.fixed: dict[int, object] = {}  # slot -> value known at compile time (constants)
         self.inputs = [self._slot(i["name"]) for i in graph["inputs"]]
-        self.steps = self._compile_block(graph["nodes"], graph["outputs"])
+        self.steps = self._compile_block(graph["nodes"], graph["outputs"], self.inputs)
         self.outputs = [self.slots[o] for o in graph["outputs"]]
+        self._initial = [None] * len(self.slots)
+        for s, v in self.fixed.items():
+            self._initial[s] = v
 
+    def run(self, inputs) -> list:
+        """Run with `inputs` (one per graph input); returns the list of outputs."""
+        if len(inputs) != len(self.inputs):
+            raise OpRuntimeError(f"graph expects {len(self.inputs)} inputs, got {len(inputs)}")
+        env = self._initial.copy()
+        for s, v in zip(self.inputs, inputs):
+            env[s] = v
+        outputs = self.outputs
+        _run_steps(self.steps, env)
+        return [env[s] for s in outputs]
+
+    # -- compiling --------------------------------------------------------------------------------------
     def _slot(self, name: str) -> int:
         if name not in self.slots:
             self.slots[name] = len(self.slots)
         return self.slots[name]
 
-    def _compile_block(self, nodes: list, returns: list) -> list:
-        steps = [self._compile_node(n) for n in nodes]
-        _plan_frees(steps, {self.slots[r] for r in returns})
+    def _compile_block(self, nodes: list, returns: list, params: list) -> list:
+        """Steps of one block; values defined in it are cleared after their last read in it."""
+        steps = [step for step in map(self._compile_node, nodes) if step is not None]
+        keep = {self.slots[r] for r in returns} | set(self.fixed)
+        _plan_frees(steps, params, keep)
         return steps
 
-    def _compile_node(self, node: dict) -> list:
-        kind, attrs = node["kind"], {k: decode_attr(v) for k, v in node.get("attrs", {}).items()}
+    def _compile_node(self, node: dict):
+        kind = node["kind"]
+        attrs = {k: decode_attr(v) for k, v in node.get("attrs", {}).items()}
         ins = [self.slots[v] for v in node["inputs"]]
         outs = [self._slot(o["name"]) for o in node["outputs"]]
+        where = _where(node)
         if kind == "prim::If":
-            blocks = [(self._compile_block(b["nodes"], b["returns"]), [self.slots[r] for r in b["returns"]])
-                      for b in node["blocks"]]
-            return [blocks, ins, outs, _IF, (), kind]
+            blocks = [self._compile_nested(b) for b in node["blocks"]]
+            return (_IF, blocks, itemgetter(ins[0]), outs, (), where, ins)
         if kind == "prim::Loop":
             (body,) = node["blocks"]
-            params = [self._slot(p["name"]) for p in body["params"]]
-            steps = self._compile_block(body["nodes"], body["returns"])
-            return [(params, steps, [self.slots[r] for r in body["returns"]]), ins, outs, _LOOP, (), kind]
-        if kind in PRIMS:
-            fn = PRIMS[kind](attrs, self.domain)
-        elif kind in OPS:
-            fn = self.domain.op_runner(OPS[kind])
+            return (_LOOP, self._compile_nested(body), _getter(ins), outs, (), where, ins)
+        fn = self._runner(kind, attrs)
+        if kind in COMPILE_TIME:
+            self.fixed[outs[0]] = fn()
+            return None
+        if kind in SPREAD or len(outs) > 1:
+            mode, out = _SPREAD, outs
+        elif not outs:
+            mode, out = _NONE, None
         else:
-            raise ModelError(f"graph uses unknown op '{kind}'")
-        mode = _SPREAD if (kind in SPREAD or len(outs) > 1) else (_ONE if outs else _NONE)
-        return [fn, ins, outs, mode, (), kind]
+            array = kind in OPS and getattr(self.domain, "array_outputs", False) and _tensor_result(OPS[kind])
+            mode, out = (_ARRAY if array else _ONE), outs[0]
+        return (mode, fn, _getter(ins), out, (), where, ins)
 
-    def run(self, inputs, env_size_hint: int = 0):
-        """Run with `inputs` (one per graph input); returns the list of outputs."""
-        if len(inputs) != len(self.inputs):
-            raise OpRuntimeError(f"graph expects {len(self.inputs)} inputs, got {len(inputs)}")
-        env = [None] * len(self.slots)
-        for s, v in zip(self.inputs, inputs):
-            env[s] = v
-        _run_steps(self.steps, env)
-        return [env[s] for s in self.outputs]
+    def _compile_nested(self, block: dict) -> tuple:
+        """(params, steps, returns, returns defined in the block: cleared between loop iterations)."""
+        params = [self._slot(p["name"]) for p in block["params"]]
+        steps = self._compile_block(block["nodes"], block["returns"], params)
+        rets = [self.slots[r] for r in block["returns"]]
+        local = set(params).union(*map(_defines, steps)) - set(self.fixed)
+        return params, steps, rets, [r for r in rets if r in local]
+
+    def _runner(self, kind: str, attrs: dict):
+        if kind in PRIMS:
+            return PRIMS[kind](attrs, self.domain)
+        if kind in OPS:
+            return self.domain.op_runner(OPS[kind])
+        raise ModelError(f"graph uses unknown op '{kind}'")
 
 
-def _plan_frees(steps: list, keep: set) -> None:
-    """After each step, the slots read for the last time in this block (returns are kept)."""
+def _getter(ins: list):
+    """A C-level function env -> the sequence of input values (works for 0, 1 or many inputs)."""
+    if len(ins) <= 1:
+        return itemgetter(slice(ins[0], ins[0] + 1) if ins else slice(0, 0))
+    return itemgetter(*ins)
+
+
+def _tensor_result(op) -> bool:
+    returns = op.schema.returns
+    return len(returns) == 1 and returns[0].type == "Tensor"
+
+
+def _where(node: dict) -> tuple:
+    """What an error says about the node: its kind and the user's source line when recorded."""
+    source = node.get("source")
+    return node["kind"], (source if isinstance(source, str) else None)
+
+
+# -- memory: which slots each step clears ----------------------------------------------------------------
+def _plan_frees(steps: list, params: list, keep: set) -> None:
+    """Give each step the slots read (or defined) for the last time by it. Only slots defined in
+    this block or its nested blocks are cleared here: an enclosing block's value read inside a loop
+    body is still needed by the next iteration and after the loop."""
+    local = set(params)
     last: dict[int, int] = {}
     for i, step in enumerate(steps):
-        for s in _reads(step):
+        local |= _defines(step)
+        for s in _defines(step) | _reads(step):
             last[s] = i
     frees = [[] for _ in steps]
     for s, i in last.items():
-        if s not in keep:
+        if s in local and s not in keep:
             frees[i].append(s)
-    for step, f in zip(steps, frees):
-        step[4] = tuple(f)
+    for i, f in enumerate(frees):
+        steps[i] = steps[i][:4] + (tuple(f),) + steps[i][5:]
+
+
+def _defines(step) -> set:
+    """Slots a step defines, including everything defined inside its nested blocks."""
+    mode, out = step[0], step[3]
+    defined = set(out) if isinstance(out, list) else ({out} if out is not None else set())
+    for params, steps, _, _ in _nested(step):
+        defined |= set(params)
+        for st in steps:
+            defined |= _defines(st)
+    return defined
 
 
 def _reads(step) -> set:
-    """Slots a step reads, including those read inside its nested blocks (from enclosing scopes)."""
-    reads = set(step[1])
-    if step[3] == _IF:
-        for steps, rets in step[0]:
-            reads |= set(rets)
-            for st in steps:
-                reads |= _reads(st)
-    elif step[3] == _LOOP:
-        params, steps, rets = step[0]
-        reads |= set(rets)
+    """Slots a step reads, including those read inside its nested blocks and their block params
+    (cleared by the enclosing block once the If/Loop is done)."""
+    reads = set(step[6])
+    for params, steps, rets, _ in _nested(step):
+        reads |= set(params) | set(rets)
         for st in steps:
             reads |= _reads(st)
-        reads -= set(params)
     return reads
 
 
+def _nested(step) -> list:
+    if step[0] == _IF:
+        return step[1]
+    if step[0] == _LOOP:
+        return [step[1]]
+    return []
+
+
+# -- running -------------------------------------------------------------------------------------------
 def _run_steps(steps: list, env: list) -> None:
-    for fn, ins, outs, mode, frees, kind in steps:
+    for mode, fn, args, out, frees, where, _ in steps:
         try:
-            if mode == _ONE:
-                env[outs[0]] = fn(*[env[i] for i in ins])
+            if mode == _ARRAY:
+                value = fn(*args(env))
+                env[out] = value if value.__class__ is _ndarray else _asarray(value)
+            elif mode == _ONE:
+                env[out] = fn(*args(env))
             elif mode == _SPREAD:
-                for s, v in zip(outs, fn(*[env[i] for i in ins])):
-                    env[s] = v
+                _spread(fn(*args(env)), out, env)
             elif mode == _NONE:
-                fn(*[env[i] for i in ins])
+                fn(*args(env))
             elif mode == _IF:
-                _run_if(fn, env[ins[0]], outs, env)
+                _run_if(fn, args(env), out, env)
             else:
-                _run_loop(fn, [env[i] for i in ins], outs, env)
-        except OpError as e:
-            if not getattr(e, "_tscript_node", False):
-                e.args = (f"{e.args[0] if e.args else ''}\n  (while running {kind})",) + e.args[1:]
-                e._tscript_node = True
-            raise
-        for s in frees:
-            env[s] = None
+                _run_loop(fn, args(env), out, env)
+        except Exception as e:
+            if isinstance(e, OpError):
+                _name_node(e, where)
+                raise
+            raise _clean(e, where, args(env)) from e
+        if frees:
+            for s in frees:
+                env[s] = None
 
 
-def _run_if(blocks, cond, outs, env) -> None:
-    steps, rets = blocks[0] if bool(cond) else blocks[1]
+def _spread(values, outs: list, env: list) -> None:
+    """A multi-output node's results into its slots; a count other than the graph's is an error
+    (e.g. a trace unrolled for 4 time steps given a sequence of 6), never a silent truncation."""
+    if len(values) != len(outs):
+        raise OpRuntimeError(f"expected {len(outs)} values but got {len(values)}: the graph was made for "
+                             f"another input size")
+    for s, v in zip(outs, values):
+        env[s] = v
+
+
+def _run_if(blocks: list, cond, outs: list, env: list) -> None:
+    _, steps, rets, _ = blocks[0] if bool(cond) else blocks[1]
     _run_steps(steps, env)
     for s, r in zip(outs, rets):
         env[s] = env[r]
 
 
-def _run_loop(body, args, outs, env) -> None:
-    params, steps, rets = body
-    max_trip, cond, carried = args[0], args[1], args[2:]
+def _run_loop(body: tuple, args, outs: list, env: list) -> None:
+    """prim::Loop(max_trip_count, condition, *carried) with body (i, *carried) -> (condition, *carried)."""
+    params, steps, rets, local_rets = body
+    max_trip, cond, carried = args[0], args[1], list(args[2:])
+    max_trip = None if max_trip is None else int(max_trip)
     i = 0
-    while bool(cond) and (max_trip is None or i < int(max_trip)):
+    while bool(cond) and (max_trip is None or i < max_trip):
         env[params[0]] = i
-        for s, v in zip(params[1:], carried):
-            env[s] = v
+        _assign(env, params[1:], carried)
+        carried = None  # the body frees its params after their last use: hold no other reference
         _run_steps(steps, env)
         cond, carried = env[rets[0]], [env[r] for r in rets[1:]]
+        for r in local_rets:
+            env[r] = None
         i += 1
-    for s, v in zip(outs, carried):
+    _assign(env, outs, carried)
+
+
+def _assign(env: list, slots: list, values) -> None:
+    # a function, so that no loop variable keeps the last value alive in the caller's frame
+    for s, v in zip(slots, values):
         env[s] = v
+
+
+def _name_node(error: OpError, where: tuple) -> None:
+    """Append the failing node to a clear error's message, once (the innermost node wins)."""
+    if not getattr(error, "_tscript_node", False):
+        kind, source = where
+        head = error.args[0] if error.args else ""
+        error.args = (f"{head}\n  (while running {kind}{' at ' + source if source else ''})",) + error.args[1:]
+        error._tscript_node = True
+
+
+def _clean(error: Exception, where: tuple, values) -> OpError:
+    """A numpy (or other) exception from a kernel as a clean Op* error naming the node: the op's
+    shape/dtype rules say what is wrong with its inputs, else the matching class keeps numpy's words."""
+    op = OPS.get(where[0])
+    located = _explain(op, values) if op is not None else None
+    if located is None:
+        clean = next((c for builtin, c in _CLEAN if isinstance(error, builtin)), OpRuntimeError)
+        located = clean(f"{type(error).__name__}: {error}")
+    _name_node(located, where)
+    return located
+
+
+def _explain(op, values):
+    metas = [[_meta(v) for v in x] if isinstance(x, list) else _meta(x) for x in values]
+    try:
+        if op.dtype is not None:
+            op.dtype(*metas)
+        if op.shape is not None:
+            op.shape(*metas)
+    except OpError as rule_error:
+        return rule_error
+    except Exception:  # a rule that cannot judge these values explains nothing
+        return None
+    return None
+
+
+def _meta(x):
+    return TensorMeta(x.shape, x.dtype) if x.__class__ is _ndarray else x

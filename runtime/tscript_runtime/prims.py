@@ -49,3 +49,6 @@ PRIMS = {
 
 # Multi-output prims return a tuple that is spread over the node's outputs.
 SPREAD = {"prim::ListUnpack", "prim::TupleUnpack"}
+
+# Nodes without inputs whose value is fixed when the graph is loaded: evaluated once, not per run.
+COMPILE_TIME = {"prim::Constant"}

@@ -28,7 +28,7 @@ def lrs(scheduler, epochs):
 def test_step_lr_by_hand():
     sched = lr_scheduler.StepLR(make_optimizer(1.0), step_size=2, gamma=0.5)
     assert lrs(sched, 7) == [1.0, 1.0, 0.5, 0.5, 0.25, 0.25, 0.125]
-    assert sched.last_epoch == 7 and sched.optimizer.param_groups[0]["lr"] == 0.0625
+    assert sched.last_epoch == 7 and sched.optimizer.param_groups[0]["lr"] == 0.125  # epoch 7 is odd
 
 
 def test_multistep_lr_by_hand():

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 from . import graph
-from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
+from .anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly
 from .engine import execute
 from .function import Function, FunctionCtx
-from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+                        set_grad_enabled)
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 
@@ -75,5 +76,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
 
 
 __all__ = ["Function", "FunctionCtx", "GradcheckError", "backward", "detect_anomaly", "enable_grad", "grad",
-           "gradcheck", "gradgradcheck", "graph", "inference_mode", "is_anomaly_enabled", "is_grad_enabled",
-           "no_grad", "set_detect_anomaly", "set_grad_enabled"]
+           "gradcheck", "gradgradcheck", "graph", "inference_mode", "is_anomaly_check_nan_enabled",
+           "is_anomaly_enabled", "is_grad_enabled", "is_inference_mode_enabled", "no_grad", "set_detect_anomaly",
+           "set_grad_enabled"]

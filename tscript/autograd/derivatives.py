@@ -4,9 +4,14 @@ numpy), so the same formula runs eagerly and can be recorded into IR for compile
 A formula is `f(grad, <names>)`: `grad` is the output's gradient (a tuple for multi-output ops) and
 each further parameter names what it reads: a schema argument (`self`, `other`, `dim`, ...), the
 op's `result`, or `<arg>_shape` for just an input's shape (saving no tensor, so in-place changes of
-that input stay legal). It returns one gradient per Tensor argument of the schema, in order (a list
-for a Tensor[] argument; None for no gradient). Gradients are summed to the input's shape and cast
-to its dtype by the engine, so formulas may return broadcast results.
+that input stay legal). A parameter `needs_input_grad` receives one bool per Tensor argument, as
+PyTorch's `ctx.needs_input_grad`, so a formula can skip gradients nobody wants. It returns one
+gradient per Tensor argument of the schema, in order (a list for a Tensor[] argument; None for no
+gradient). Gradients are summed to the input's shape and cast to its dtype by the engine, so
+formulas may return broadcast results.
+
+`save_if={"self": ("other",)}` saves `self` only when `other` needs a gradient (the formula then
+gets None for it), as PyTorch does: less memory, and in-place changes of `self` stay legal.
 """
 from __future__ import annotations
 
@@ -21,7 +26,9 @@ from tscript_runtime.ops import OPS
 @dataclass(frozen=True)
 class Derivative:
     formula: Callable
-    needs: tuple  # names the formula reads (schema args, "result", "<arg>_shape")
+    needs: tuple              # names the formula reads (schema args, "result", "<arg>_shape")
+    save_if: dict             # name -> Tensor arguments of which one must need a gradient to save it
+    wants_mask: bool = False  # the formula takes `needs_input_grad`
 
 
 DERIVATIVES: dict[str, Derivative] = {}
@@ -35,15 +42,56 @@ NOT_DIFFERENTIABLE = {
         "size")}
 
 
-def derivative(*names: str):
+def derivative(*names: str, save_if: dict | None = None):
     """Register the decorated formula for the ops `names`."""
     def deco(fn):
-        needs = tuple(list(inspect.signature(fn).parameters)[1:])
+        params = list(inspect.signature(fn).parameters)[1:]
+        needs = tuple(p for p in params if p != "needs_input_grad")
         for name in names:
             assert name in OPS, f"derivative for unknown op {name}"
-            DERIVATIVES[name] = Derivative(fn, needs)
+            DERIVATIVES[name] = Derivative(fn, needs, save_if or {}, "needs_input_grad" in params)
         return fn
     return deco
+
+
+def _matmul_name(args, result) -> str:
+    dims = (args[0].dim(), args[1].dim())
+    names = {(2, 2): "MmBackward0", (2, 1): "MvBackward0", (1, 1): "DotBackward0", (1, 2): "SqueezeBackward4"}
+    return names.get(dims, "UnsafeViewBackward0")
+
+
+def _numbered(stem: str, pick) -> Callable:
+    return lambda args, result: f"{stem}Backward{pick(args)}"
+
+
+def _reshape_name(args, result) -> str:
+    return "ViewBackward0" if result._base is not None else "UnsafeViewBackward0"
+
+
+# PyTorch names some nodes after the overload called (x.sum(1) -> SumBackward1) or after the op a call
+# decomposes into (2-D matmul -> MmBackward0): these rules give that name from the call's arguments
+# and result. Other nodes are named after the op ("aten::log_softmax" -> LogSoftmaxBackward0).
+NODE_NAMES: dict[str, Callable] = {
+    "aten::matmul": _matmul_name,
+    "aten::sum": _numbered("Sum", lambda a: int(a[1] is not None)),
+    "aten::mean": _numbered("Mean", lambda a: int(a[1] is not None)),
+    "aten::prod": _numbered("Prod", lambda a: int(a[1] is not None)),
+    "aten::clamp": _numbered("Clamp", lambda a: int(not (_is_tensor(a[1]) or _is_tensor(a[2])))),
+    "aten::pow": _numbered("Pow", lambda a: 2 if not _is_tensor(a[0]) else int(_is_tensor(a[1]))),
+    "aten::max": lambda args, result: "MaxBackward1",
+    "aten::min": lambda args, result: "MinBackward1",
+    "aten::reshape": _reshape_name,
+    "aten::flatten": _reshape_name,
+    "aten::narrow": lambda args, result: "SliceBackward0",
+    "aten::chunk": lambda args, result: "SplitBackward0",
+    "aten::norm": lambda args, result: "LinalgVectorNormBackward0",
+    "aten::to": lambda args, result: "ToCopyBackward0",
+    "aten::squeeze": _numbered("Squeeze", lambda a: 0 if a[1] is None else 1 if isinstance(a[1], int)
+                               or len(a[1]) == 1 else 2),
+    "aten::scatter": _numbered("Scatter", lambda a: int(not _is_tensor(a[3]))),
+    "aten::sub": lambda args, result: "SubBackward0" if _is_tensor(args[0]) else "RsubBackward1",
+    "aten::rsub": _numbered("Rsub", lambda a: int(not _is_tensor(a[1]))),
+}
 
 
 def call(name: str, *args, **kwargs):
@@ -77,16 +125,18 @@ def _rsub(grad, alpha):
     return -grad if alpha == 1 else grad * -alpha, grad
 
 
-@derivative("aten::mul")
-def _mul(grad, self, other):
-    return grad * other, grad * self
+@derivative("aten::mul", save_if={"self": ("other",), "other": ("self",)})
+def _mul(grad, self, other, needs_input_grad):
+    g_self, g_other = needs_input_grad
+    return grad * other if g_self else None, grad * self if g_other else None
 
 
-@derivative("aten::div")
-def _div(grad, self, other, rounding_mode):
+@derivative("aten::div", save_if={"self": ("other",)})
+def _div(grad, self, other, rounding_mode, needs_input_grad):
     if rounding_mode is not None:
         return None, None
-    return grad / other, -grad * self / (other * other)
+    g_self, g_other = needs_input_grad
+    return grad / other if g_self else None, -grad * self / (other * other) if g_other else None
 
 
 @derivative("aten::floor_divide")
@@ -104,16 +154,17 @@ def _log(x):
 
 
 @derivative("aten::pow")
-def _pow(grad, self, exponent, result):
+def _pow(grad, self, exponent, result, needs_input_grad):
+    wants_self, wants_exponent = needs_input_grad
     g_self = None
-    if _is_tensor(self):
+    if wants_self:
         g_self = grad * exponent * self ** (exponent - 1)
         if _is_tensor(exponent):
             g_self = call("aten::where", exponent == 0, 0.0, g_self)
         elif exponent == 0:
             g_self = grad * 0
     g_exp = None
-    if _is_tensor(exponent):
+    if wants_exponent:
         if _is_tensor(self):  # 0 ** e has zero slope in e for e >= 0; log(1) keeps the masked side finite
             at_zero = (self == 0) & (exponent >= 0)
             g_exp = call("aten::where", at_zero, 0.0, grad * result * call("aten::where", at_zero, 1.0, self).log())
@@ -524,26 +575,35 @@ def _stack(grad, dim):
 
 # -- linear algebra ---------------------------------------------------------------------------------
 
-@derivative("aten::matmul")
-def _matmul(grad, self, other):
-    a, b = self, other
+def _matmul_grads(grad, a, b):
+    """(lambda for a's gradient, lambda for b's): only the wanted one is computed."""
     if a.dim() == 1 and b.dim() == 1:
-        return grad * b, grad * a
+        return lambda: grad * b, lambda: grad * a
     if a.dim() == 1:
-        return (grad.unsqueeze(-2) @ b.mT).squeeze(-2), a.unsqueeze(-1) @ grad.unsqueeze(-2)
+        return lambda: (grad.unsqueeze(-2) @ b.mT).squeeze(-2), lambda: a.unsqueeze(-1) @ grad.unsqueeze(-2)
     if b.dim() == 1:
-        return grad.unsqueeze(-1) @ b.unsqueeze(0), (a.mT @ grad.unsqueeze(-1)).squeeze(-1)
-    return grad @ b.mT, a.mT @ grad
+        return lambda: grad.unsqueeze(-1) @ b.unsqueeze(0), lambda: (a.mT @ grad.unsqueeze(-1)).squeeze(-1)
+    return lambda: grad @ b.mT, lambda: a.mT @ grad
+
+
+def _wanted(makers, needs_input_grad) -> tuple:
+    return tuple(make() if wanted else None for make, wanted in zip(makers, needs_input_grad))
+
+
+@derivative("aten::matmul")
+def _matmul(grad, self, other, needs_input_grad):
+    return _wanted(_matmul_grads(grad, self, other), needs_input_grad)
 
 
 @derivative("aten::mm")
-def _mm(grad, self, mat2):
-    return grad @ mat2.t(), self.t() @ grad
+def _mm(grad, self, mat2, needs_input_grad):
+    return _wanted((lambda: grad @ mat2.t(), lambda: self.t() @ grad), needs_input_grad)
 
 
 @derivative("aten::bmm")
-def _bmm(grad, self, mat2):
-    return grad.bmm(mat2.transpose(1, 2)), self.transpose(1, 2).bmm(grad)
+def _bmm(grad, self, mat2, needs_input_grad):
+    return _wanted((lambda: grad.bmm(mat2.transpose(1, 2)), lambda: self.transpose(1, 2).bmm(grad)),
+                   needs_input_grad)
 
 
 @derivative("aten::dot")
@@ -552,8 +612,8 @@ def _dot(grad, self, tensor):
 
 
 @derivative("aten::mv")
-def _mv(grad, self, vec):
-    return call("aten::outer", grad, vec), self.t() @ grad
+def _mv(grad, self, vec, needs_input_grad):
+    return _wanted((lambda: call("aten::outer", grad, vec), lambda: self.t() @ grad), needs_input_grad)
 
 
 @derivative("aten::outer")
@@ -562,8 +622,9 @@ def _outer(grad, self, vec2):
 
 
 @derivative("aten::addmm")
-def _addmm(grad, mat1, mat2, beta, alpha):
-    return grad * beta, (grad @ mat2.t()) * alpha, (mat1.t() @ grad) * alpha
+def _addmm(grad, mat1, mat2, beta, alpha, needs_input_grad):
+    return _wanted((lambda: grad * beta, lambda: (grad @ mat2.t()) * alpha, lambda: (mat1.t() @ grad) * alpha),
+                   needs_input_grad)
 
 
 @derivative("aten::einsum")

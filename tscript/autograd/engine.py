@@ -157,7 +157,11 @@ def _run(node, grads: list, retain_graph: bool, exposed: set) -> list:
     if all(g is None for g in grads):
         out = [None] * len(node.next_functions)
     else:
-        out = node.apply(grads)
+        try:
+            out = node.apply(grads)
+        except Exception:
+            anomaly.report(node)
+            raise
         anomaly.check(node, out)
     if node.post_hooks:
         exposed.update(id(g._data) for g in out if g is not None)

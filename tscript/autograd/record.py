@@ -10,7 +10,7 @@ import numpy as np
 from tscript_runtime.dtypes import is_float
 
 from . import anomaly, views
-from .derivatives import DERIVATIVES, NOT_DIFFERENTIABLE
+from .derivatives import DERIVATIVES, NODE_NAMES, NOT_DIFFERENTIABLE
 from .graph import FREED_MESSAGE, Node, SavedTensor, edge
 
 
@@ -19,10 +19,11 @@ class Plan:
     """What recording an op needs, worked out once per op."""
     derivative: object
     name: str                 # grad_fn name, e.g. "MulBackward0"
+    namer: object             # or a rule naming it from the call (NODE_NAMES)
     slots: tuple              # schema positions of the differentiable arguments, in order
     lists: frozenset          # which of those positions are Tensor[] arguments
-    saves: tuple              # (name, kind, position): kind is "arg", "shape" or "result"
-    needs_self: bool
+    saves: tuple              # (name, kind, position, slots): kind is "arg", "shape" or "result"; saved
+                              # only if one of `slots` (indices into the slots; None: always) needs a grad
     needs_result: bool
 
 
@@ -31,7 +32,7 @@ _FREED = object()  # stands in for a saved tensor dropped by `release`
 
 
 def _camel(name: str) -> str:
-    return "".join(part.capitalize() for part in name.rstrip("_").split("_"))
+    return "".join(part.title() for part in name.rstrip("_").split("_"))  # as PyTorch: log1p -> Log1P
 
 
 def plan(op) -> Plan | None:
@@ -43,29 +44,41 @@ def plan(op) -> Plan | None:
     if op.name in NOT_DIFFERENTIABLE:
         p = None
     else:
-        derivative = DERIVATIVES.get(op.extra.get("functional", op.name)) or DERIVATIVES.get(op.name)
+        functional = op.extra.get("functional", op.name)
+        derivative = DERIVATIVES.get(functional) or DERIVATIVES.get(op.name)
         if derivative is None:
             raise RuntimeError(f"the derivative for '{op.name}' is not implemented")
-        index = op.schema.index
-        saves = tuple((n, "result", None) if n == "result" else
-                      (n, "shape", index[n[:-6]]) if n.endswith("_shape") else (n, "arg", index[n])
-                      for n in derivative.needs)
-        p = Plan(derivative, _camel(op.schema.short_name) + "Backward0", tuple(sorted(op.tensor_pos + op.list_pos)),
-                 frozenset(op.list_pos), saves, "self" in derivative.needs, "result" in derivative.needs)
+        slots = tuple(sorted(op.tensor_pos + op.list_pos))
+        saves = tuple(_save_entry(op, derivative, slots, n) for n in derivative.needs if n != "result")
+        p = Plan(derivative, _camel(op.schema.short_name) + "Backward0", NODE_NAMES.get(functional), slots,
+                 frozenset(op.list_pos), saves, "result" in derivative.needs)
     _PLANS[op.name] = p
     return p
 
 
+def _save_entry(op, derivative, slots: tuple, name: str) -> tuple:
+    index = op.schema.index
+    if name.endswith("_shape"):
+        return (name, "shape", index[name[:-6]], None)
+    cond = derivative.save_if.get(name)
+    if cond is not None:
+        assert not op.list_pos, f"{op.name}: save_if needs every Tensor argument to be one slot"
+        cond = tuple(slots.index(index[c]) for c in cond)
+    return (name, "arg", index[name], cond)
+
+
 class OpNode(Node):
     """A recorded op: its derivative formula, saved values, and the metadata to shape gradients."""
+    label = None  # the name, when the plan's rule gives one for this call
 
-    def __init__(self, plan: Plan, saved: dict, edges, input_metas, output_metas):
+    def __init__(self, plan: Plan, saved: dict, edges, input_metas, output_metas, multi_output: bool = False):
         super().__init__(edges, len(output_metas))
         self.plan, self.saved = plan, saved
         self.input_metas, self.output_metas = input_metas, output_metas
+        self.multi_output = multi_output  # the op returns a tuple/list (perhaps of one tensor, e.g. unbind)
 
     def name(self) -> str:
-        return self.plan.name
+        return self.label or self.plan.name
 
     def release(self) -> None:
         """Drop saved tensors; other saved values (dims, shapes, scalars) stay, as in PyTorch."""
@@ -89,7 +102,9 @@ class OpNode(Node):
 
     def apply(self, grads: list) -> list:
         values = {k: self._unpack(k) for k in self.saved}
-        if len(grads) == 1:
+        if self.plan.derivative.wants_mask:
+            values["needs_input_grad"] = tuple(m is not None for m in self.input_metas)
+        if not self.multi_output:
             grad = grads[0]
         else:
             grad = tuple(g if g is not None else _zeros(meta) for g, meta in zip(grads, self.output_metas))
@@ -152,19 +167,21 @@ def _meta(t):
     return (t._data.shape, t._data.dtype)
 
 
-def _save(p: Plan, args, snapshot, mutates) -> dict:
-    """The values the formula reads, by argument name ("result" is filled in after the kernel)."""
+def _save(p: Plan, args, metas: list, mutates) -> dict:
+    """The values the formula reads, by argument name ("result" is filled in after the kernel).
+    An argument about to be overwritten in place is saved as a copy of its old value."""
     saved = {}
-    for name, kind, i in p.saves:
+    for name, kind, i, cond in p.saves:
+        a = args[i]
         if kind == "shape":
-            saved[name] = args[i]._data.shape
-        elif kind == "arg":
-            a = snapshot if i == mutates and snapshot is not None else args[i]
-            if hasattr(a, "_data"):
-                a = SavedTensor(a)
-            elif isinstance(a, (list, tuple)) and a and hasattr(a[0], "_data"):
-                a = list(a)
-            saved[name] = a
+            a = a._data.shape
+        elif cond is not None and all(metas[k] is None for k in cond):
+            a = None
+        elif hasattr(a, "_data"):
+            a = SavedTensor(_snapshot(a) if i == mutates else a)
+        elif isinstance(a, (list, tuple)) and a and hasattr(a[0], "_data"):
+            a = list(a)
+        saved[name] = a
     return saved
 
 
@@ -181,7 +198,7 @@ def run_recorded(op, args, arrays, run, wrap):
     tensors = _slot_tensors(p, args)
     edges = [edge(t) if t is not None else (None, 0) for t in tensors]
     metas = [_meta(t) for t in tensors]
-    snapshot = rebase = target = None
+    rebase = target = None
     if op.mutates is not None:
         target = args[op.mutates]
         if target._base is not None:
@@ -190,12 +207,13 @@ def run_recorded(op, args, arrays, run, wrap):
             metas[self_slot] = (target._data.shape, target._data.dtype)
         else:
             _check_inplace(target)
-        if p.needs_self:
-            snapshot = _snapshot(target)
-    saved = _save(p, args, snapshot, op.mutates)
+    saved = _save(p, args, metas, op.mutates)
     result = wrap(run(arrays))
-    outputs = result if isinstance(result, (tuple, list)) else (result,)
-    node = OpNode(p, saved, edges, metas, [(o._data.shape, o._data.dtype) for o in outputs])
+    multi_output = isinstance(result, (tuple, list))
+    outputs = result if multi_output else (result,)
+    node = OpNode(p, saved, edges, metas, [(o._data.shape, o._data.dtype) for o in outputs], multi_output)
+    if p.namer is not None:
+        node.label = p.namer(args, outputs[0])
     if rebase is not None:
         views.rebase(target, node, self_slot, *rebase)
     else:
@@ -215,7 +233,7 @@ def _connect(outputs, node) -> None:
 
 
 def _saved_result(outputs, node):
-    if len(outputs) > 1:
+    if node.multi_output:
         return tuple(outputs)
     saved = SavedTensor(outputs[0], is_output=True)
     saved.own(node)

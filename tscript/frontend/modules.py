@@ -80,7 +80,8 @@ class ScriptFunction:
     def inlined_graph(self) -> Graph:
         """The graph with every call replaced by the callee's nodes."""
         if self._inlined is None:
-            self._inlined = inline_calls(self.graph.copy())
+            self._inlined = self.graph.copy()
+            inline_calls(self._inlined)
         return self._inlined
 
     @property
@@ -130,14 +131,21 @@ class ScriptModule:
     """A compiled module: wraps the original `nn.Module` (its parameters and buffers) and the graph
     of its `forward`; submodules are ScriptModules too, each with the graph of its own call."""
 
-    def __init__(self, module, graph: Graph, method_graphs: dict | None = None):
+    def __init__(self, module, graph: Graph | None, method_graphs: dict | None = None):
         self.__dict__["_module"] = module
-        self.__dict__["_forward"] = ScriptFunction(graph, "forward")
+        self.__dict__["_forward_fn"] = ScriptFunction(graph, "forward") if graph is not None else None
         self.__dict__["_method_graphs"] = method_graphs or {}
 
     @property
     def original_name(self) -> str:
         return type(self._module).__name__
+
+    @property
+    def _forward(self) -> ScriptFunction:
+        if self._forward_fn is None:
+            raise RuntimeError(f"Method 'forward' is not defined: the submodule {self.original_name} was not "
+                               f"called while tracing, so it has no graph")
+        return self._forward_fn
 
     @property
     def graph(self) -> Graph:
@@ -158,11 +166,24 @@ class ScriptModule:
         return self.forward(*args)
 
     def __getattr__(self, name: str):
-        value = getattr(self._module, name)
+        return self._wrap(getattr(self._module, name))
+
+    def _wrap(self, value):
+        """Submodules are ScriptModules too (with the graph of their first traced call, if any)."""
         from ..nn.modules.module import Module
-        if isinstance(value, Module) and id(value) in self._method_graphs:
-            return ScriptModule(value, self._method_graphs[id(value)], self._method_graphs)
+        if isinstance(value, Module):
+            return ScriptModule(value, self._method_graphs.get(id(value)), self._method_graphs)
         return value
+
+    # Containers (Sequential, ModuleList, ModuleDict) index and iterate as the original does.
+    def __getitem__(self, index):
+        return self._wrap(self._module[index])
+
+    def __len__(self) -> int:
+        return len(self._module)
+
+    def __iter__(self):
+        return (self._wrap(m) for m in self._module)
 
     def __setattr__(self, name: str, value) -> None:
         setattr(self._module, name, value)

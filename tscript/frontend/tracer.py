@@ -1,13 +1,17 @@
 """`tscript.jit.trace`: run a function or module on example inputs while recording every dispatched op.
 
 The recorder keeps one *frame* per module call being traced: a graph, the module, and the map from
-tensors (by identity) to the IR values that hold them. Parameters and buffers appear as
-`prim::GetAttr` chains on `%self`; each submodule call becomes `prim::CallMethod[name="forward"]`
-with the submodule's own graph (`.inlined_graph` flattens them); sizes read from shapes are
-`TracedInt`s recorded as `aten::size`.
+tensors and traced scalars (by identity) to the IR values that hold them. Parameters and buffers
+appear as `prim::GetAttr` chains on `%self`; each submodule call becomes
+`prim::CallMethod[name="forward"]` with the submodule's own graph (`.inlined_graph` flattens them);
+sizes read from shapes and int/float arguments are traced scalars (traced_int.py), so arithmetic on
+them is recorded instead of frozen. A tensor a frame did not produce (a parameter of an enclosing
+module, a value captured by a closure) is passed in as an extra input of the call when an enclosing
+frame knows it; only tensors no frame knows become constants (`graph.constants`).
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,8 +21,11 @@ from tscript_runtime.graph_format import TensorRef
 from .. import _tracing
 from .._tensor import Tensor
 from ..ir.graph import Graph, Node, Value
-from ..ir.types import INT, STR, TENSOR, DictType, ListType, ModuleType, TupleType, Type, tensor_type, type_of_value
-from .traced_int import TracedInt
+from ..ir.types import (FLOAT, INT, STR, TENSOR, DictType, ListType, ModuleType, TupleType, Type, tensor_type,
+                        type_of_value)
+from .traced_int import TracedFloat, TracedInt, traced
+
+TRACED = (Tensor, TracedInt, TracedFloat)
 
 
 @dataclass
@@ -28,9 +35,27 @@ class Frame:
     module: object = None
     self_value: Value | None = None
     scope: str = ""
-    values: dict = field(default_factory=dict)     # id(tensor) -> (tensor, Value)
+    values: dict = field(default_factory=dict)     # id(tensor or traced scalar) -> (object, Value)
     attrs: dict = field(default_factory=dict)      # id(module or tensor) -> Value of its GetAttr
-    ints: dict = field(default_factory=dict)       # id(TracedInt) -> (TracedInt, Value)
+    captures: list = field(default_factory=list)   # objects of enclosing frames passed in as extra inputs
+    _paths: dict | None = None                     # id(parameter or buffer) -> attribute path
+
+    def lookup(self, x) -> Value | None:
+        hit = self.values.get(id(x))
+        return hit[1] if hit is not None and hit[0] is x else None
+
+    def bind(self, x, value: Value) -> None:
+        self.values[id(x)] = (x, value)
+
+    def attr_path(self, t: Tensor) -> list | None:
+        """The attribute path of a parameter or buffer of this frame's module."""
+        if self.module is None:
+            return None
+        if self._paths is None:
+            named = [*self.module.named_parameters(), *self.module.named_buffers()]
+            self._paths = {id(p): (p, name.split(".")) for name, p in reversed(named)}
+        hit = self._paths.get(id(t))
+        return hit[1] if hit is not None and hit[0] is t else None
 
 
 def type_of(x) -> Type:
@@ -62,20 +87,14 @@ class Recorder:
 
     # -- values ---------------------------------------------------------------------------------------
     def bind(self, x, value: Value) -> None:
-        """Map the tensors (or TracedInts) inside `x` to IR values, extracting from containers."""
-        f = self.frame
-        if isinstance(x, Tensor):
-            f.values[id(x)] = (x, value)
-        elif isinstance(x, TracedInt):
-            f.ints[id(x)] = (x, value)
-        elif isinstance(x, (list, tuple)):
-            for i, item in enumerate(x):
-                if _has_tensors(item):
-                    self.bind(item, self._insert("aten::__getitem__", [value, self.const(i)], type_of(item)))
-        elif isinstance(x, dict):
-            for k, item in x.items():
-                if _has_tensors(item):
-                    self.bind(item, self._insert("aten::__getitem__", [value, self.const(k)], type_of(item)))
+        """Map the tensors and traced scalars inside `x` to IR values, extracting from containers."""
+        if isinstance(x, TRACED):
+            self.frame.bind(x, value)
+            return
+        items = x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, (list, tuple)) else ()
+        for key, item in items:
+            if _has_traced(item):
+                self.bind(item, self._insert("aten::__getitem__", [value, self.const(key)], type_of(item)))
 
     def const(self, v) -> Value:
         if isinstance(v, np.dtype) or hasattr(v, "np"):
@@ -85,25 +104,21 @@ class Recorder:
     def value_of(self, x) -> Value:
         """The IR value standing for a Python object in the current frame (recording constants,
         GetAttr chains, list constructions and size reads as needed)."""
-        f = self.frame
-        if isinstance(x, Tensor):
-            hit = f.values.get(id(x))
-            if hit is not None and hit[0] is x:
-                return hit[1]
-            return self._tensor_from_outside(x)
-        if isinstance(x, TracedInt):
-            return self._int_value(x)
-        if isinstance(x, (list, tuple)) and any(isinstance(i, (Tensor, TracedInt)) for i in x):
-            items = [self.value_of(i) for i in x]
-            kind = "prim::TupleConstruct" if isinstance(x, tuple) and not _is_size_list(x) else "prim::ListConstruct"
-            t = ListType(items[0].type if items else TENSOR) if kind == "prim::ListConstruct" \
-                else TupleType(tuple(i.type for i in items))
-            if kind == "prim::ListConstruct" and any(i is None for i in x):
-                t = ListType(TENSOR)
-            return self._insert(kind, items, t)
+        if isinstance(x, TRACED):
+            found = self.frame.lookup(x)
+            return found if found is not None else self._from_outside(x)
+        if isinstance(x, (list, tuple)) and any(isinstance(i, TRACED) for i in x):
+            return self._construct(x)
         if x is not None and not isinstance(x, (bool, int, float, str, list, tuple, np.dtype)) and not hasattr(x, "np"):
             return self.const(None)  # e.g. a Generator: not recorded
         return self.const(list(x) if isinstance(x, tuple) else x)
+
+    def _construct(self, x) -> Value:
+        items = [self.value_of(i) for i in x]
+        if isinstance(x, tuple) and not _is_number_list(x):
+            return self._insert("prim::TupleConstruct", items, TupleType(tuple(i.type for i in items)))
+        elem = TENSOR if any(i is None for i in x) or not items else items[0].type
+        return self._insert("prim::ListConstruct", items, ListType(elem))
 
     def _insert(self, kind: str, inputs, out_type: Type, attrs=None) -> Value:
         node = self.frame.graph.insert(kind, inputs, 1, attrs, [out_type])
@@ -114,31 +129,38 @@ class Recorder:
         node.scope = self.frame.scope
         node.source = _tracing.source_of_caller()
 
-    def _tensor_from_outside(self, t: Tensor) -> Value:
-        """A tensor that is no input and no op result of this frame: a parameter or buffer of the
-        frame's module (GetAttr), else a constant captured by the trace."""
-        path = self._attr_path(t)
+    def _from_outside(self, x) -> Value:
+        """A tensor or traced scalar this frame neither received nor computed."""
+        f = self.frame
+        path = f.attr_path(x) if isinstance(x, Tensor) else None
         if path is not None:
-            v = self._getattr_chain(path, type_of(t))
+            v = self._getattr_chain(path, type_of(x))
+        elif any(_knows(outer, x) for outer in self.frames[:-1]):
+            v = f.graph.add_input(type_of(x), "captured")
+            f.captures.append(x)
+        elif isinstance(x, Tensor):
+            v = self._tensor_constant(x)
         else:
-            name = f"c{self.n_constants}"  # unique across frames, so inlining never clashes
-            self.n_constants += 1
-            self.frame.graph.constants[name] = t._data.copy()
-            v = self._insert("prim::Constant", [], type_of(t), {"value": TensorRef(name)})
-        self.frame.values[id(t)] = (t, v)
+            v = self._recipe(x)
+        f.bind(x, v)
         return v
 
-    def _attr_path(self, t: Tensor):
-        module = self.frame.module
-        if module is None:
-            return None
-        for name, p in module.named_parameters():
-            if p is t:
-                return name.split(".")
-        for name, b in module.named_buffers():
-            if b is t:
-                return name.split(".")
-        return None
+    def _tensor_constant(self, t: Tensor) -> Value:
+        name = f"c{self.n_constants}"  # unique across frames, so inlining never clashes
+        self.n_constants += 1
+        self.frame.graph.constants[name] = t._data.copy()
+        return self._insert("prim::Constant", [], type_of(t), {"value": TensorRef(name)})
+
+    def _recipe(self, x) -> Value:
+        """A traced scalar rebuilt from its recipe: `aten::size` of a tensor, or the op that made it."""
+        kind, *rest = x.source
+        if kind == "size":
+            tensor, dim = rest
+            return self._insert("aten::size", [self.value_of(tensor), self.const(dim)], INT)
+        if kind == "op":
+            name, operands = rest
+            return self._insert(name, [self.value_of(o) for o in operands], INT if isinstance(x, int) else FLOAT)
+        return self.const(int(x) if isinstance(x, int) else float(x))  # an op result no frame knows: frozen
 
     def _getattr_chain(self, path: list, leaf_type: Type) -> Value:
         f = self.frame
@@ -148,54 +170,38 @@ class Recorder:
             key = id(obj)
             if key not in f.attrs:
                 t = leaf_type if i == len(path) - 1 else ModuleType(type(obj).__name__)
-                node = f.graph.insert("prim::GetAttr", [value], 1, {"name": name}, [t], [name])
+                hint = f"_{name}" if name[:1].isdigit() else name  # `%_0`, not a number-like `%0`
+                node = f.graph.insert("prim::GetAttr", [value], 1, {"name": name}, [t], [hint])
                 f.attrs[key] = node.output
             value = f.attrs[key]
         return value
 
-    def _int_value(self, x: TracedInt) -> Value:
-        f = self.frame
-        hit = f.ints.get(id(x))
-        if hit is not None and hit[0] is x:
-            return hit[1]
-        kind, *rest = x.source
-        if kind == "size":
-            tensor, dim = rest
-            v = self._insert("aten::size", [self.value_of(tensor), self.const(dim)], INT)
-        else:
-            name, operands = rest
-            v = self._insert(name, [self.value_of(o) if isinstance(o, TracedInt) else self.const(o)
-                                    for o in operands], INT)
-        f.ints[id(x)] = (x, v)
-        return v
-
     # -- recording ops --------------------------------------------------------------------------------
     def record(self, op, args, result):
-        """Append a node for `op(args) -> result`; returns the result (sizes become TracedInts)."""
+        """Append a node for `op(args) -> result`; returns the result (numbers become traced scalars)."""
         inputs = [self.value_of(a) for a in args]
         returns = op.schema.returns
         if len(returns) == 1 and returns[0].type.endswith("[]") and isinstance(result, (list, tuple)):
-            lst = self._insert(op.name, inputs, ListType(TENSOR))
-            node = self.frame.graph.insert("prim::ListUnpack", [lst], len(result), None,
-                                           [type_of(r) for r in result])
-            self._annotate(node)
-            for r, v in zip(result, node.outputs):
-                self.bind(r, v)
-            return result
+            return self._record_list(op, inputs, result)
         outs = list(result) if isinstance(result, tuple) else [result]
         node = self.frame.graph.insert(op.name, inputs, len(outs), None, [type_of(o) for o in outs])
         self._annotate(node)
-        wrapped = []
-        for o, v in zip(outs, node.outputs):
-            if isinstance(o, int) and not isinstance(o, bool):
-                o = TracedInt(o, ("value",))
-                self.frame.ints[id(o)] = (o, v)
-            elif isinstance(o, Tensor):
-                self.frame.values[id(o)] = (o, v)
-            wrapped.append(o)
+        wrapped = [traced(o, ("value",)) if isinstance(o, (int, float)) else o for o in outs]
+        for o, v in zip(wrapped, node.outputs):
+            if isinstance(o, TRACED):
+                self.frame.bind(o, v)
         if isinstance(result, tuple):
             return type(result)(*wrapped) if hasattr(result, "_fields") else tuple(wrapped)
         return wrapped[0]
+
+    def _record_list(self, op, inputs: list, result):
+        """An op returning Tensor[] (split, unbind...): the list, then prim::ListUnpack of its items."""
+        lst = self._insert(op.name, inputs, ListType(TENSOR))
+        node = self.frame.graph.insert("prim::ListUnpack", [lst], len(result), None, [type_of(r) for r in result])
+        self._annotate(node)
+        for r, v in zip(result, node.outputs):
+            self.bind(r, v)
+        return result
 
     def traced_shape(self, t: Tensor) -> tuple:
         """`t.shape` as TracedInts, so sizes used by later ops are recorded, not frozen."""
@@ -209,29 +215,37 @@ class Recorder:
         if path is None:  # not a submodule of the current one: trace straight through
             return module.forward(*args, **kwargs)
         module_value = self._getattr_chain(path, ModuleType(type(module).__name__))
-        flat_in = _flat_tensors((args, kwargs))
-        sub = Graph()
-        self_value = sub.add_input(ModuleType(type(module).__name__), "self")
-        frame = Frame(sub, module, self_value, ".".join(filter(None, [parent.scope, *path])))
-        for t, name in zip(flat_in, _arg_names(module.forward, len(flat_in))):
-            frame.values[id(t)] = (t, sub.add_input(type_of(t), name))
-        self.frames.append(frame)
+        frame = self._enter(module, path, args, kwargs)
         try:
             result = module.forward(*args, **kwargs)
-            flat_out = _flat_tensors(result)
-            for t in flat_out:
-                sub.add_output(self.value_of(t))
+            flat_out = _flat_traced(result)
+            for x in flat_out:
+                frame.graph.add_output(self.value_of(x))
         finally:
             self.frames.pop()
-        node = parent.graph.insert("prim::CallMethod", [module_value] + [self.value_of(t) for t in flat_in],
-                                   len(flat_out), {"name": "forward"}, [type_of(t) for t in flat_out])
+        inputs = [module_value] + [self.value_of(x) for x in _flat_traced((args, kwargs)) + frame.captures]
+        node = parent.graph.insert("prim::CallMethod", inputs, len(flat_out), {"name": "forward"},
+                                   [type_of(x) for x in flat_out])
         self._annotate(node)
-        node.scope = parent.scope
-        node.callee = sub
-        self.method_graphs.setdefault(id(module), sub)
-        for t, v in zip(flat_out, node.outputs):
-            parent.values[id(t)] = (t, v)
+        node.callee = frame.graph
+        self.method_graphs.setdefault(id(module), frame.graph)
+        for x, v in zip(flat_out, node.outputs):
+            parent.bind(x, v)
         return result
+
+    def _enter(self, module, path: list, args: tuple, kwargs: dict) -> Frame:
+        """Push the frame of a submodule call: `%self`, then one input per tensor/traced scalar."""
+        sub = Graph()
+        self_value = sub.add_input(ModuleType(type(module).__name__), "self")
+        frame = Frame(sub, module, self_value, ".".join(filter(None, [self.frame.scope, *path])))
+        for x, name in _named_leaves(module.forward, args, kwargs):
+            frame.bind(x, sub.add_input(type_of(x), name))
+        self.frames.append(frame)
+        return frame
+
+
+def _knows(frame: Frame, x) -> bool:
+    return frame.lookup(x) is not None or (isinstance(x, Tensor) and frame.attr_path(x) is not None)
 
 
 def _child_path(parent, module):
@@ -243,22 +257,16 @@ def _child_path(parent, module):
     return None
 
 
-def _has_tensors(x) -> bool:
-    if isinstance(x, Tensor):
-        return True
-    if isinstance(x, (list, tuple)):
-        return any(_has_tensors(i) for i in x)
-    if isinstance(x, dict):
-        return any(_has_tensors(i) for i in x.values())
-    return False
+def _has_traced(x) -> bool:
+    return bool(_flat_traced(x))
 
 
-def _flat_tensors(x) -> list:
-    """Tensors inside nested lists/tuples/dicts, in order, each once."""
+def _flat_traced(x) -> list:
+    """Tensors and traced scalars inside nested lists/tuples/dicts, in order, each once."""
     out, seen = [], set()
 
     def walk(v):
-        if isinstance(v, Tensor):
+        if isinstance(v, TRACED):
             if id(v) not in seen:
                 seen.add(id(v))
                 out.append(v)
@@ -272,13 +280,23 @@ def _flat_tensors(x) -> list:
     return out
 
 
-def _is_size_list(x) -> bool:
-    return all(isinstance(i, int) for i in x)
+def _is_number_list(x) -> bool:
+    return all(isinstance(i, (int, float)) for i in x)
 
+
+def _named_leaves(fn, args: tuple, kwargs: dict) -> list:
+    """(tensor or traced scalar, parameter name) for each leaf of a call, in `_flat_traced` order."""
+    names = _arg_names(fn, len(args))
+    seen, out = set(), []
+    for name, a in [*zip(names, args), *kwargs.items()]:
+        for x in _flat_traced(a):
+            if id(x) not in seen:
+                seen.add(id(x))
+                out.append((x, name))
+    return out
 
 
 def _arg_names(fn, n: int) -> list[str]:
-    import inspect
     try:
         params = [p for p in inspect.signature(fn).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -288,9 +306,22 @@ def _arg_names(fn, n: int) -> list[str]:
     return names + [f"input_{i}" for i in range(len(names), n)]
 
 
+def _lift_scalars(x):
+    """An example input with its int/float leaves made traced scalars (bound to the input later)."""
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return traced(x, ("value",))
+    if isinstance(x, list):
+        return [_lift_scalars(v) for v in x]
+    if isinstance(x, tuple) and not hasattr(x, "_fields"):
+        return tuple(_lift_scalars(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _lift_scalars(v) for k, v in x.items()}
+    return x
+
+
 def _output_value(rec: Recorder, x) -> Value:
     """The graph output for a returned Python structure (tuples/lists/dicts are constructed)."""
-    if isinstance(x, (tuple, list)) and not _is_size_list(x):
+    if isinstance(x, (tuple, list)) and not _is_number_list(x):
         items = [_output_value(rec, i) for i in x]
         if isinstance(x, tuple):
             return rec._insert("prim::TupleConstruct", items, TupleType(tuple(i.type for i in items)))
@@ -307,6 +338,7 @@ def record_trace(fn, args: tuple, module=None) -> tuple[Graph, Recorder, object]
     g = Graph()
     self_value = g.add_input(ModuleType(type(module).__name__), "self") if module is not None else None
     rec.frames.append(Frame(g, module, self_value))
+    args = tuple(_lift_scalars(a) for a in args)
     for name, a in zip(_arg_names(fn, len(args)), args):
         rec.bind(a, g.add_input(type_of(a), name))
     previous = _tracing.state.recorder

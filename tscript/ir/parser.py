@@ -9,7 +9,9 @@ as `TensorRef` attributes without data (the text does not hold it).
 """
 from __future__ import annotations
 
+import functools
 import json
+import re
 import threading
 from importlib import resources
 
@@ -20,7 +22,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from tscript_runtime import dtypes as _dt
 
 from .graph import Block, Graph, Node, Value
-from .printer import TensorRef
+from tscript_runtime.graph_format import TensorRef
 from .types import DTYPE_BY_NAME, SCALARS, DictType, ListType, ModuleType, OptionalType, TensorType, TupleType
 
 
@@ -96,14 +98,17 @@ class _Builder:
         return children[0]
 
     # -- nodes and blocks ---------------------------------------------------------------------------------
+    def node(self, children) -> None:
+        """A node with its blocks: everything happened in node_head and block_head already."""
+
     def node_head(self, children) -> None:
         outputs, kind, attrs, inputs, comment = children
-        node = Node(self.graph, str(kind), inputs or (), 0, self._attrs(attrs or (), kind))
+        node = Node(self.graph, str(kind), inputs or (), 0, self._attrs(node_kind=kind, pairs=attrs or ()))
         for tok, type_ in outputs or ():
-            self._define(tok, type_, lambda t, name: node.add_output(t, name))
+            self._define(tok, type_, node.add_output)
         if comment is not None:
             node.scope, node.source = _parse_comment(comment)
-        self.graph_refs.extend((node, key, label) for key, label in self.pending_refs)
+        self.graph_refs.extend((node, key, v.tok) for key, v in node.attrs.items() if isinstance(v, _Label))
         open_block = self.blocks[-1]
         open_block[0].append(node)
         open_block[1] = node
@@ -157,18 +162,12 @@ class _Builder:
             return ModuleType(name[len("__module__."):])
         raise IRParseError(f"{_at(name)}: unknown type {name}")
 
-    def sized_type(self, children):
-        name, *dims = children
-        return TensorType(self._dtype(name), tuple(d for d in dims if d is not _NO_DIM))
-
-    def unsized_type(self, children):
-        return TensorType(self._dtype(children[0]), None)
-
-    def dim(self, children):
+    def tensor_type(self, children):
         (tok,) = children
-        if tok.type == "INT":
-            return int(tok)
-        return None if tok.type == "STAR" else str(tok)
+        try:
+            return _tensor_type(str(tok))
+        except ValueError as e:
+            raise IRParseError(f"{_at(tok)}: {e}") from None
 
     def generic_type(self, children):
         name, *args = children
@@ -182,30 +181,19 @@ class _Builder:
             raise IRParseError(f"{_at(children[0])}: unknown type {children[0]}[()]")
         return TupleType(())
 
-    @staticmethod
-    def _dtype(name: Token):
-        if name == "Tensor":
-            return None
-        if name not in DTYPE_BY_NAME:
-            raise IRParseError(f"{_at(name)}: unknown tensor type {name} "
-                               f"(expected Tensor or one of {', '.join(DTYPE_BY_NAME)})")
-        return DTYPE_BY_NAME[name]
-
     # -- attributes ---------------------------------------------------------------------------------------
     def attrs(self, children) -> list:
-        return [c for c in children if c is not None]
+        return children
 
     def attr(self, children) -> tuple:
         return children[0], children[1]
 
-    def _attrs(self, pairs, kind: Token) -> dict:
-        self.pending_refs = []
+    @staticmethod
+    def _attrs(node_kind: Token, pairs) -> dict:
         out = {}
         for key, value in pairs:
             if key in out:
-                raise IRParseError(f"{_at(key)}: attribute {key} of {kind} is given twice")
-            if isinstance(value, _Label):
-                self.pending_refs.append((str(key), value.tok))
+                raise IRParseError(f"{_at(key)}: attribute {key} of {node_kind} is given twice")
             out[str(key)] = value
         return out
 
@@ -241,10 +229,30 @@ class _Builder:
         return _Label(children[0])
 
     def list_attr(self, children):
-        return [c for c in children if c is not None] if children != [None] else []
+        return children
 
     def tuple_attr(self, children):
         return tuple(children)
+
+
+_DIM = re.compile(r"[0-9]+|\*|[^\W\d]\w*")
+
+
+@functools.lru_cache(maxsize=4096)  # a graph repeats a few tensor types many times
+def _tensor_type(text: str) -> TensorType:
+    """`Float(8, batch, *)` / `Tensor(2, 3)` / `Double(...)` / `Long()` as a TensorType."""
+    name, _, rest = text.partition("(")
+    if name != "Tensor" and name not in DTYPE_BY_NAME:
+        raise ValueError(f"unknown tensor type {name} (expected Tensor or one of {', '.join(DTYPE_BY_NAME)})")
+    inner = rest[:-1].strip()
+    if inner == "...":
+        return TensorType(DTYPE_BY_NAME.get(name), None)
+    dims = [d.strip() for d in inner.split(",")] if inner else []
+    for d in dims:
+        if not _DIM.fullmatch(d):
+            raise ValueError(f"bad size {d!r} in tensor type {text} (sizes are integers, names or *)")
+    return TensorType(DTYPE_BY_NAME.get(name),
+                      tuple(int(d) if d.isdigit() else None if d == "*" else d for d in dims))
 
 
 class _Label:
@@ -253,9 +261,6 @@ class _Label:
 
     def __init__(self, tok: Token):
         self.tok = tok
-
-
-_NO_DIM = None  # what the grammar's optional dim list yields for `Float()`
 
 
 class _Generic:
@@ -314,9 +319,9 @@ def _unquote(text: str, tok: Token) -> str:
 # What the syntax error says was expected, for terminals whose name alone does not tell.
 _TERMINAL_NAMES = {
     "VALUE": "a value (%name)", "KIND": "an op kind (ns::name)", "BLOCK": "blockN(", "TYPE_NAME": "a type",
-    "SYMBOL": "a name", "INT": "an integer", "FLOAT": "a float", "STRING": "a string",
+    "TENSOR_TYPE": "a tensor type", "SYMBOL": "a name", "INT": "an integer", "FLOAT": "a float", "STRING": "a string",
     "DTYPE": "a dtype (tscript.float32)", "TENSOR_REF": "<Tensor name>", "COMMENT": "a comment",
-    "STAR": "'*'", "$END": "end of input",
+    "$END": "end of input",
 }
 
 
@@ -338,8 +343,7 @@ def _syntax_message(e: UnexpectedInput, text: str, parser: Lark) -> str:
         found, expected = "unexpected end of input", e.expected
         e.line, e.column = _end_position(text)
     else:
-        found, expected = f"unexpected {e.token!r}"[:80], e.expected
-        found = f"unexpected {str(e.token)!r}"
+        found, expected = f"unexpected {str(e.token)!r}", e.expected
     wanted = ", ".join(sorted({_describe_terminal(t, parser) for t in expected}))
     context = e.get_context(text).rstrip("\n") if e.pos_in_stream is not None else ""
     return f"line {e.line}, column {e.column}: {found}; expected {wanted}" + (f"\n{context}" if context else "")

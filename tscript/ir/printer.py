@@ -27,11 +27,12 @@ from tscript_runtime.graph_format import TensorRef
 
 def format_attr(value) -> str:
     """An attribute value as it appears inside `[...]`."""
-    if isinstance(value, bool):
+    if isinstance(value, (bool, np.bool_)):
         return "True" if value else "False"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        value = float(value)  # numpy 2 reprs np.float64(1.5) as "np.float64(1.5)"
         if math.isnan(value):
             return "nan"
         if math.isinf(value):
@@ -114,10 +115,18 @@ def _is_graph(v) -> bool:
 def _comment(node) -> str:
     parts = []
     if node.scope:
-        parts.append(f"scope: {node.scope}")
+        parts.append("scope: " + _quoted(node.scope, ", " in node.scope))
     if node.source:
-        parts.append(node.source)
+        parts.append(_quoted(node.source, node.source.startswith("scope: ")))
     return (" # " + ", ".join(parts)) if parts else ""
+
+
+def _quoted(text: str, ambiguous: bool) -> str:
+    """`text` as is, or JSON-quoted when the parser could not tell where it ends (it has the ", "
+    separating scope from source, a newline, a leading quote...)."""
+    if ambiguous or text.startswith('"') or not text.isprintable():
+        return json.dumps(text)
+    return text
 
 
 def print_graph(graph) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .graph import Block, Graph, Node
 from .printer import format_attr
+from .types import is_tensor
 
 
 class _Writer:
@@ -24,7 +25,7 @@ class _Writer:
             self.expr[n.output] = format_attr(n.attrs["value"]) if "value" in n.attrs else "None"
             return
         if n.kind == "prim::GetAttr":
-            self.expr[n.output] = f"{self.name(n.inputs[0])}.{n.attrs['name']}"
+            self.expr[n.output] = _attribute(self.name(n.inputs[0]), n.attrs["name"])
             return
         lhs = ", ".join(self.name(o) for o in n.outputs)
         if n.kind == "prim::If":
@@ -74,10 +75,19 @@ _CALLS = {
 }
 
 
+def _attribute(obj: str, name: str) -> str:
+    """`obj.name`, or `getattr(obj, "0")` for names that are no identifiers (Sequential items)."""
+    return f"{obj}.{name}" if name.isidentifier() else f"getattr({obj}, {format_attr(name)})"
+
+
+def _annotation(t) -> str:
+    return "Tensor" if is_tensor(t) else str(t)
+
+
 def graph_to_code(graph: Graph, name: str = "forward") -> str:
     """The source of `graph` as a Python function called `name`."""
     w = _Writer()
-    params = ", ".join(f"{w.name(v)}: {v.type}" for v in graph.inputs)
+    params = ", ".join(f"{w.name(v)}: {_annotation(v.type)}" for v in graph.inputs)
     w.lines.append(f"def {name}({params}):")
     w.block(graph.block, "    ")
     outs = ", ".join(w.name(v) for v in graph.outputs)

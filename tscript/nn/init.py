@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -35,8 +36,9 @@ def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
 
 
 def _fan(tensor: Tensor, mode: str) -> int:
+    mode = mode.lower()
     if mode not in ("fan_in", "fan_out"):
-        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+        raise ValueError(f"Mode {mode} not supported, please use one of ['fan_in', 'fan_out']")
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return fan_in if mode == "fan_in" else fan_out
 
@@ -88,6 +90,7 @@ def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
 def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
                      generator=None) -> Tensor:
     if 0 in tensor.shape:
+        warnings.warn("Initializing zero-element tensors is a no-op")
         return tensor
     bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     return uniform_(tensor, -bound, bound, generator)
@@ -96,6 +99,7 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonline
 def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
                     generator=None) -> Tensor:
     if 0 in tensor.shape:
+        warnings.warn("Initializing zero-element tensors is a no-op")
         return tensor
     return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode)), generator)
 
@@ -104,6 +108,8 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     """A (semi-)orthogonal matrix from the QR decomposition of a normal sample, as PyTorch."""
     if tensor.dim() < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
     from .._creation import randn, tensor as make
     rows, cols = tensor.shape[0], tensor.numel() // tensor.shape[0]
     flat = randn(rows, cols, generator=generator, dtype=tensor.dtype).numpy()
@@ -111,7 +117,8 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     q = q * np.sign(np.diag(r))
     q = q.T if rows < cols else q
     with no_grad():
-        return tensor.view_as(tensor).copy_(make(q * gain, dtype=tensor.dtype).reshape(tensor.shape))
+        tensor.copy_(make(q * gain, dtype=tensor.dtype).reshape(tensor.shape))
+    return tensor
 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from .. import _creation
-from .._tensor import Tensor
 from .._dtype import float32
+from .._tensor import Tensor
 from .optimizer import Optimizer, addcdiv_, addcmul_, check_range
 
 

@@ -2,8 +2,9 @@
 `zero_grad`, `step(closure)` and `state_dict` / `load_state_dict` in PyTorch's format.
 
 A subclass gives its defaults to `__init__` and implements `_update(param, grad, group)`, the
-update of one parameter (its state is `self.state[param]`), written with in-place tensor ops on `param` (so the parameter objects a
-model holds stay the same). `step` runs it under `no_grad` for every parameter that has a gradient.
+update of one parameter (its state is `self.state[param]`), written with in-place tensor ops on
+`param` so that the parameter objects a model holds stay the same. `step` runs it under `no_grad`
+for every parameter that has a gradient.
 """
 from __future__ import annotations
 

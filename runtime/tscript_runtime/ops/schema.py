@@ -98,7 +98,7 @@ class Schema:
                               f"{'s' if n_pos != 1 else ''} ({len(args)} given)")
         bound = list(args) + [NO_DEFAULT] * (len(self.args) - len(args))
         for key, value in (kwargs or {}).items():
-            i = self.index.get("self" if key == "input" else key)
+            i = self.index.get(key, self.index.get("self") if key == "input" else None)
             if i is None:
                 raise OpTypeError(f"{name}() got an unexpected keyword argument '{key}'")
             if i < len(args):

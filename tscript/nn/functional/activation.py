@@ -194,8 +194,7 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     """x * relu6(x + 3) / 6."""
     _check_float("hardswish", input)
-    # PyTorch's backward uses the middle branch's slope on both boundaries
-    return _apply(input, lambda x: _where(x < -3.0, 0.0, _where(x > 3.0, x, x * (x + 3.0) / 6.0)), inplace)
+    return _apply(input, lambda x: _where(x <= -3.0, 0.0, _where(x >= 3.0, x, x * (x + 3.0) / 6.0)), inplace)
 
 
 def sigmoid(input: Tensor) -> Tensor:

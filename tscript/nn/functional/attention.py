@@ -10,6 +10,7 @@ import tscript as torch
 from tscript_runtime.errors import OpError
 
 from .linear import linear
+from .misc import dropout
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -19,38 +20,29 @@ class AttentionAssertionError(OpError, AssertionError, ValueError):
     that it is one of the clean error classes every bad argument raises here."""
 
 
-def _dropout(input, p: float):
-    """Zero each element with probability p and scale the rest by 1/(1-p)."""
-    if p >= 1:
-        return input * 0
-    keep = torch.rand_like(input) >= p
-    return input * keep.to(input.dtype) * (1.0 / (1.0 - p))
-
-
 # -- scaled dot-product attention ----------------------------------------------------------------------
 
 def _check_sdpa(query, key, value, attn_mask, dropout_p: float, is_causal: bool) -> None:
+    name = "scaled_dot_product_attention"
     if is_causal and attn_mask is not None:
-        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
-                           "is_causal=True")
+        raise RuntimeError(f"_{name}: Explicit attn_mask should not be set when is_causal=True")
+    dims = f"query.dim: {query.dim()} key.dim: {key.dim()} and value.dim: {value.dim()}"
     if min(query.dim(), key.dim(), value.dim()) < 2:
-        raise RuntimeError(f"Expected query, key, and value to all be at least 2 dimensional, but got "
-                           f"query.dim: {query.dim()} key.dim: {key.dim()} and value.dim: {value.dim()} instead.")
+        raise RuntimeError(f"{name}: Expected query, key, and value to all be at least 2 dimensional, but got "
+                           f"{dims} instead.")
+    dtypes = f"query.dtype: {query.dtype} key.dtype: {key.dtype} and value.dtype: {value.dtype}"
     if not query.dtype == key.dtype == value.dtype:
-        raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: "
-                           f"{query.dtype} key.dtype: {key.dtype} and value.dtype: {value.dtype} instead.")
+        raise RuntimeError(f"{name}: Expected query, key, and value to have the same dtype, but got {dtypes} instead.")
     if not query.is_floating_point():
-        raise RuntimeError(f"scaled_dot_product_attention: expected floating point query, key and value, "
-                           f"got {query.dtype}")
+        raise RuntimeError(f"{name}: expected floating point query, key and value, got {query.dtype}")
     if attn_mask is not None and attn_mask.dtype not in (torch.bool, torch.float32, query.dtype):
-        raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+        raise RuntimeError(f"{name}: Expected attn_mask dtype to be bool or float or to match query dtype, but got "
                            f"attn_mask.dtype: {attn_mask.dtype} and query.dtype: {query.dtype} instead.")
     if query.size(-1) != key.size(-1) or key.size(-2) != value.size(-2):
-        raise RuntimeError(f"scaled_dot_product_attention: query (..., L, E), key (..., S, E) and value "
-                           f"(..., S, Ev) do not fit: got query {list(query.shape)}, key {list(key.shape)}, "
-                           f"value {list(value.shape)}")
+        raise RuntimeError(f"{name}: query (..., L, E), key (..., S, E) and value (..., S, Ev) do not fit: got "
+                           f"query {list(query.shape)}, key {list(key.shape)}, value {list(value.shape)}")
     if not 0 <= dropout_p <= 1:
-        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+        raise RuntimeError(f"{name}: dropout probability has to be between 0 and 1, but got {dropout_p}")
 
 
 def _attn_bias(attn_mask, is_causal: bool, L: int, S: int, dtype):
@@ -91,7 +83,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
     bias = _attn_bias(attn_mask, is_causal, query.size(-2), key.size(-2), query.dtype)
     weights = scores.softmax(-1) if bias is None else _safe_softmax(scores + bias)
     if dropout_p > 0:
-        weights = _dropout(weights, dropout_p)
+        weights = dropout(weights, dropout_p)
     return weights @ value
 
 
@@ -207,26 +199,13 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
         if key_padding_mask is not None:
             key_padding_mask = key_padding_mask.unsqueeze(0)
     tgt_len, bsz, embed_dim = query.shape
-    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", _none_or_dtype(attn_mask),
-                                       "attn_mask", query.dtype)
-    if is_causal and attn_mask is None:
-        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
-                           "method `generate_square_subsequent_mask` to create this mask.")
-    if is_causal and key_padding_mask is None and not need_weights:
-        attn_mask = None  # the hint alone drives scaled_dot_product_attention
-    else:
-        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, check_other=False)
-        is_causal = is_causal and key_padding_mask is None
+    key_padding_mask, attn_mask, is_causal = _canonical_masks(key_padding_mask, attn_mask, is_causal, need_weights,
+                                                              query.dtype)
     head_dim = _check_embedding(query, key, value, embed_dim_to_check, num_heads, use_separate_proj_weight)
     q, k, v = _project(query, key, value, in_proj_weight, in_proj_bias, use_separate_proj_weight,
                        q_proj_weight, k_proj_weight, v_proj_weight)
     attn_mask = _check_attn_mask(attn_mask, tgt_len, key.shape[0], bsz, num_heads)
-    if (bias_k is None) != (bias_v is None):
-        present, absent = ("bias_k", "bias_v") if bias_v is None else ("bias_v", "bias_k")
-        raise AttentionAssertionError(f"{present} is set but {absent} is None")
-    if bias_k is not None:
-        if static_k is not None or static_v is not None:
-            raise AttentionAssertionError(f"bias cannot be added to static {'key' if static_k is not None else 'value'}.")
+    if _check_bias_kv(bias_k, bias_v, static_k, static_v):
         k = torch.cat([k, bias_k.repeat(1, bsz, 1)])
         v = torch.cat([v, bias_v.repeat(1, bsz, 1)])
         attn_mask, key_padding_mask = _pad_last(attn_mask), _pad_last(key_padding_mask)
@@ -246,6 +225,32 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
         out = out.squeeze(1)
         weights = None if weights is None else weights.squeeze(0)
     return out, weights
+
+
+def _canonical_masks(key_padding_mask, attn_mask, is_causal: bool, need_weights: bool, dtype) -> tuple:
+    """(key_padding_mask, attn_mask, is_causal) with float masks; the causal hint replaces the mask
+    only on the fused path without key padding, as in PyTorch."""
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", _none_or_dtype(attn_mask), "attn_mask",
+                                       dtype)
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+                           "method `generate_square_subsequent_mask` to create this mask.")
+    if is_causal and key_padding_mask is None and not need_weights:
+        return None, None, True
+    attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", dtype, check_other=False)
+    return key_padding_mask, attn_mask, is_causal and key_padding_mask is None
+
+
+def _check_bias_kv(bias_k, bias_v, static_k, static_v) -> bool:
+    """Whether bias_k and bias_v are to be appended to the keys and values (both given, no static ones)."""
+    if (bias_k is None) != (bias_v is None):
+        present, absent = ("bias_k", "bias_v") if bias_v is None else ("bias_v", "bias_k")
+        raise AttentionAssertionError(f"{present} is set but {absent} is None")
+    if bias_k is not None and static_k is not None:
+        raise AttentionAssertionError("bias cannot be added to static key.")
+    if bias_k is not None and static_v is not None:
+        raise AttentionAssertionError("bias cannot be added to static value.")
+    return bias_k is not None
 
 
 def _check_embedding(query, key, value, embed_dim_to_check: int, num_heads: int, separate: bool) -> int:
@@ -301,7 +306,7 @@ def _attend_with_weights(q, k, v, attn_mask, dropout_p, is_causal, bsz, num_head
         scores = attn_mask + scores
     weights = scores.softmax(-1)
     if dropout_p > 0.0:
-        weights = _dropout(weights, dropout_p)
+        weights = dropout(weights, dropout_p)
     out = (weights @ v).transpose(0, 1).reshape(tgt_len, bsz, num_heads * head_dim)
     weights = weights.reshape(bsz, num_heads, tgt_len, k.size(1))
     return out, weights.mean(1) if average else weights

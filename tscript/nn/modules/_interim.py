@@ -3,19 +3,7 @@ import math
 import tscript as torch
 from ..parameter import Parameter
 from .module import Module
-from ..functional.attention import _dropout
-
-
-def relu(x):
-    return torch.relu(x)
-
-
-def gelu(x, approximate="none"):
-    return x * 0.5 * (1 + torch.erf(x * (1 / math.sqrt(2))))
-
-
-def dropout(x, p=0.5, training=True, inplace=False):
-    return _dropout(x, p) if training and p > 0 else x
+from .. import functional as F
 
 
 class Dropout(Module):
@@ -24,7 +12,7 @@ class Dropout(Module):
         self.p, self.inplace = p, inplace
 
     def forward(self, x):
-        return dropout(x, self.p, self.training)
+        return F.dropout(x, self.p, self.training)
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"

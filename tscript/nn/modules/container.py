@@ -33,7 +33,7 @@ class Sequential(Module):
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
-            return Sequential(OrderedDict(list(self._modules.items())[idx]))
+            return type(self)(OrderedDict(list(self._modules.items())[idx]))
         return list(self._modules.values())[_index(idx, len(self), "Sequential")]
 
     def __setitem__(self, idx: int, module: Module) -> None:
@@ -44,11 +44,7 @@ class Sequential(Module):
         keys = list(self._modules)
         for key in (keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys), "Sequential")]]):
             del self._modules[key]
-        values = list(self._modules.values())
-        if all(k.isdigit() for k in self._modules):  # keep numeric names contiguous
-            self._modules.clear()
-            for i, m in enumerate(values):
-                self._modules[str(i)] = m
+        _renumber(self)   # as PyTorch: the remaining modules are renamed 0..n-1, even named ones
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -66,12 +62,27 @@ class Sequential(Module):
         return self
 
     def insert(self, index: int, module: Module) -> "Sequential":
-        values = list(self._modules.values())
-        values.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(values):
-            self.add_module(str(i), m)
+        """Insert `module` before position `index` (-len <= index <= len)."""
+        if not isinstance(module, Module):
+            raise TypeError(f"Sequential.insert: module should be of type Module, got {type(module).__name__}")
+        n = len(self)
+        if not -n <= index <= n:
+            raise IndexError(f"Index out of range: {index}")
+        index = index + n if index < 0 else index
+        for i in range(n, index, -1):   # shift the numbered entries up, as PyTorch
+            self._modules[str(i)] = self._modules[str(i - 1)]
+        self._modules[str(index)] = module
         return self
+
+    def pop(self, idx) -> Module:
+        module = self[idx]
+        del self[idx]
+        return module
+
+    def __add__(self, other: "Sequential") -> "Sequential":
+        if not isinstance(other, Sequential):
+            raise ValueError(f"add operator supports only objects of Sequential class, but {type(other)} is given.")
+        return Sequential(*self, *other)
 
 
 class ModuleList(Module):
@@ -91,11 +102,25 @@ class ModuleList(Module):
         self.add_module(str(_index(idx, len(self), "ModuleList")), module)
 
     def __delitem__(self, idx) -> None:
-        values = list(self._modules.values())
-        del values[idx if isinstance(idx, slice) else _index(idx, len(values), "ModuleList")]
-        self._modules.clear()
-        for i, m in enumerate(values):
-            self._modules[str(i)] = m
+        keys = list(self._modules)
+        for key in (keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys), "ModuleList")]]):
+            del self._modules[key]
+        _renumber(self)
+
+    def __repr__(self) -> str:
+        """PyTorch's compressed form: runs of modules with equal reprs print once as `(i-j): n x ...`."""
+        if not len(self):
+            return f"{self._get_name()}()"
+        runs: list[list] = []   # [first index, last index, repr]
+        for i, module in enumerate(self):
+            text = repr(module)
+            if runs and runs[-1][2] == text:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, text])
+        lines = [(f"({a}): {text}" if a == b else f"({a}-{b}): {b - a + 1} x {text}").replace("\n", "\n  ")
+                 for a, b, text in runs]
+        return f"{self._get_name()}(\n  " + "\n  ".join(lines) + "\n)"
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -214,7 +239,7 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self) -> str:
-        return "\n".join(f"({i}): Parameter containing: [{p.type()} of size {'x'.join(map(str, p.shape))}]"
+        return "\n".join(f"  ({i}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
                          for i, p in enumerate(self))
 
 
@@ -249,6 +274,18 @@ class ParameterDict(Module):
 
     def items(self):
         return self._parameters.items()
+
+    def extra_repr(self) -> str:
+        return "\n".join(f"  ({k}): Parameter containing: [{p.type()} of size {'x'.join(map(str, p.shape))}]"
+                         for k, p in self.items())
+
+
+def _renumber(container: Module) -> None:
+    """Rename the modules of a container 0..n-1 in their order."""
+    modules = list(container._modules.values())
+    container._modules.clear()
+    for i, module in enumerate(modules):
+        container._modules[str(i)] = module
 
 
 def _as_parameter(value):

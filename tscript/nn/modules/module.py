@@ -3,6 +3,7 @@ state_dict, train/eval and hook API."""
 from __future__ import annotations
 
 from collections import OrderedDict, namedtuple
+from collections.abc import Mapping
 from typing import Callable, Iterator
 
 from ..._tensor import Tensor
@@ -10,7 +11,35 @@ from ..._tracing import state as _trace_state
 from ...autograd.graph import RemovableHandle
 from ..parameter import Parameter
 
-IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+class IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What `load_state_dict` returns: the missing and the unexpected keys."""
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+def _load_error(key: str, value, target: Tensor) -> str | None:
+    """PyTorch's message when `value` cannot be loaded into `target`, else None."""
+    if not isinstance(value, Tensor):
+        return (f'While copying the parameter named "{key}", expected torch.Tensor or Tensor-like object from '
+                f"checkpoint but received {type(value)}")
+    if tuple(value.shape) != tuple(target.shape):
+        return (f"size mismatch for {key}: copying a param with shape {value.shape} from checkpoint, the shape "
+                f"in current model is {target.shape}.")
+    return None
+
+
+def _add_hook(hooks: list, entry: tuple, prepend: bool) -> RemovableHandle:
+    if prepend:
+        hooks.insert(0, entry)
+    else:
+        hooks.append(entry)
+    return RemovableHandle(hooks, entry)
 
 
 class Module:
@@ -35,30 +64,40 @@ class Module:
 
     # -- calling ------------------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        for hook in list(self._forward_pre_hooks):
-            out = hook(self, args)
-            if out is not None:
-                args = out if isinstance(out, tuple) else (out,)
+        for hook, with_kwargs in list(self._forward_pre_hooks):
+            if with_kwargs:
+                out = hook(self, args, kwargs)
+                if out is not None:
+                    if not (isinstance(out, tuple) and len(out) == 2):
+                        raise RuntimeError(f"forward pre-hook must return None or a tuple of (new_args, "
+                                           f"new_kwargs), but got {out}.")
+                    args, kwargs = out
+            else:
+                out = hook(self, args)
+                if out is not None:
+                    args = out if isinstance(out, tuple) else (out,)
         recorder = _trace_state.recorder
         if recorder is not None:  # tracing: the call becomes prim::CallMethod with its own graph
             result = recorder.call_module(self, args, kwargs)
         else:
             result = self.forward(*args, **kwargs)
-        for hook in list(self._forward_hooks):
-            out = hook(self, args, result)
+        for hook, with_kwargs in list(self._forward_hooks):
+            out = hook(self, args, kwargs, result) if with_kwargs else hook(self, args, result)
             if out is not None:
                 result = out
         return result
 
-    def register_forward_pre_hook(self, hook: Callable) -> RemovableHandle:
-        """`hook(module, args)` runs before forward; a returned value replaces the args."""
-        self._forward_pre_hooks.append(hook)
-        return RemovableHandle(self._forward_pre_hooks, hook)
+    def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
+        """`hook(module, args)` runs before forward; a returned value replaces the args. With
+        `with_kwargs`, `hook(module, args, kwargs)` may return `(args, kwargs)`. `prepend` runs it first."""
+        return _add_hook(self._forward_pre_hooks, (hook, with_kwargs), prepend)
 
-    def register_forward_hook(self, hook: Callable) -> RemovableHandle:
-        """`hook(module, args, output)` runs after forward; a returned value replaces the output."""
-        self._forward_hooks.append(hook)
-        return RemovableHandle(self._forward_hooks, hook)
+    def register_forward_hook(self, hook: Callable, *, prepend: bool = False,
+                              with_kwargs: bool = False) -> RemovableHandle:
+        """`hook(module, args, output)` (with `with_kwargs`: `hook(module, args, kwargs, output)`) runs
+        after forward; a returned value replaces the output. `prepend` runs it first."""
+        return _add_hook(self._forward_hooks, (hook, with_kwargs), prepend)
 
     # -- registration -----------------------------------------------------------------------------------
     def _check_name(self, name, kind: str) -> None:
@@ -138,6 +177,7 @@ class Module:
     def _forget(self, name: str) -> None:
         for table in ("_parameters", "_buffers", "_modules"):
             self.__dict__[table].pop(name, None)
+        self._non_persistent_buffers.discard(name)
         self.__dict__.pop(name, None)
 
     def __getattr__(self, name: str):
@@ -242,23 +282,17 @@ class Module:
         return out
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False) -> IncompatibleKeys:
-        """Copy values from `state_dict` into parameters and buffers (shapes must match). With
-        `strict`, missing or unexpected keys are an error listing them."""
+        """Copy values from `state_dict` into parameters and persistent buffers (shapes must match;
+        values are cast to their dtype). With `strict`, missing or unexpected keys are an error listing
+        them; with `assign`, the tensors of `state_dict` replace the module's instead of being copied."""
         from ...autograd.grad_mode import no_grad
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         own = self.state_dict(keep_vars=True)
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
-        errors = []
-        for key, target in own.items():
-            if key not in state_dict:
-                continue
-            value = state_dict[key]
-            if not isinstance(value, Tensor):
-                errors.append(f'While copying the parameter named "{key}", expected a tensor from checkpoint '
-                              f"but received {type(value).__name__}")
-            elif tuple(value.shape) != tuple(target.shape):
-                errors.append(f"size mismatch for {key}: copying a param with shape {value.shape} from "
-                              f"checkpoint, the shape in current model is {target.shape}.")
+        errors = [error for key, target in own.items() if key in state_dict
+                  for error in [_load_error(key, state_dict[key], target)] if error]
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected) + ". ")
@@ -268,17 +302,31 @@ class Module:
             raise RuntimeError(f"Error(s) in loading state_dict for {self._get_name()}:\n\t" + "\n\t".join(errors))
         with no_grad():
             for key, target in own.items():
-                if key in state_dict:
+                if key not in state_dict:
+                    continue
+                if assign:
+                    self._assign(key, target, state_dict[key])
+                else:
                     target.copy_(state_dict[key])
         return IncompatibleKeys(missing, unexpected)
+
+    def _assign(self, key: str, target: Tensor, value: Tensor) -> None:
+        """`load_state_dict(assign=True)`: make `value` the tensor at `key` (a parameter stays a
+        Parameter with the same requires_grad)."""
+        prefix, _, name = key.rpartition(".")
+        if isinstance(target, Parameter):
+            value = Parameter(value, requires_grad=target.requires_grad) if not isinstance(value, Parameter) \
+                else value.requires_grad_(target.requires_grad)
+        setattr(self.get_submodule(prefix), name, value)
 
     # -- modes and conversion -----------------------------------------------------------------------------
     def train(self, mode: bool = True) -> "Module":
         """Set training mode (affects Dropout, BatchNorm, ...) here and in all submodules."""
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
-        for m in self.modules():
-            m.__dict__["training"] = mode
+        self.training = mode
+        for child in self.children():
+            child.train(mode)   # through the method, so a submodule's own train() override runs
         return self
 
     def eval(self) -> "Module":
@@ -296,7 +344,7 @@ class Module:
                 if set_to_none:
                     p.grad = None
                 else:
-                    p.grad = p.grad.detach()
+                    p.grad.detach_()
                     p.grad.zero_()
 
     def apply(self, fn: Callable[["Module"], None]) -> "Module":
@@ -362,12 +410,11 @@ class Module:
         return ""
 
     def __repr__(self) -> str:
-        lines = [line for line in self.extra_repr().split("\n") if line]
-        for name, child in self._modules.items():
-            child_repr = repr(child).replace("\n", "\n  ")
-            lines.append(f"({name}): {child_repr}")
-        if not lines:
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({name}): " + repr(child).replace("\n", "\n  ") for name, child in self._modules.items()]
+        if len(extra_lines) == 1 and not child_lines:
+            return f"{self._get_name()}({extra_lines[0]})"
+        if not extra_lines + child_lines:
             return f"{self._get_name()}()"
-        if len(lines) == 1 and not self._modules:
-            return f"{self._get_name()}({lines[0]})"
-        return f"{self._get_name()}(\n  " + "\n  ".join(lines) + "\n)"
+        return f"{self._get_name()}(\n  " + "\n  ".join(extra_lines + child_lines) + "\n)"

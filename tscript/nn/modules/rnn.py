@@ -16,7 +16,6 @@ from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
-from ..functional.attention import _dropout as _interim_dropout  # TEMPORARY
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -30,7 +29,7 @@ def _tanh_step(x_gates, state, w_hh, b_hh):
 
 
 def _relu_step(x_gates, state, w_hh, b_hh):
-    return (torch.relu(x_gates + F.linear(state[0], w_hh, b_hh)),)
+    return (F.relu(x_gates + F.linear(state[0], w_hh, b_hh)),)
 
 
 def _lstm_step(x_gates, state, w_hh, b_hh):
@@ -205,6 +204,8 @@ class RNNBase(Module):
         self.check_input(input)
         for i, (s, size) in enumerate(zip(state, self._expected_state_sizes(input))):
             self.check_hidden_size(s, size, self._state_message(i))
+        if input.size(1 if self.batch_first else 0) == 0:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         output, state = self._run_layers(input.transpose(0, 1) if self.batch_first else input, state)
         if self.batch_first:
             output = output.transpose(0, 1)
@@ -228,7 +229,7 @@ class RNNBase(Module):
                 finals.append(final)
             x = outputs[0] if directions == 1 else torch.cat(outputs, 2)
             if self.training and self.dropout > 0 and layer < self.num_layers - 1:
-                x = _interim_dropout(x, self.dropout)  # TEMPORARY
+                x = F.dropout(x, self.dropout, training=True)
         return x, tuple(torch.stack(list(s)) for s in zip(*finals))
 
     def _weights(self, layer: int, direction: int) -> tuple:

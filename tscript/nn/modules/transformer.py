@@ -13,16 +13,16 @@ from .attention import MultiheadAttention
 from .container import ModuleList
 from .linear import Linear
 from .module import Module
-from ._interim import Dropout, LayerNorm, relu, gelu  # TEMPORARY
+from ._interim import Dropout, LayerNorm  # TEMPORARY
 
 __all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder"]
 
 
 def _get_activation_fn(activation: str) -> Callable:
     if activation == "relu":
-        return relu
+        return F.relu
     if activation == "gelu":
-        return gelu
+        return F.gelu
     raise RuntimeError(f"activation should be relu/gelu, not {activation}")
 
 
@@ -45,7 +45,7 @@ class TransformerEncoderLayer(Module):
     (with `norm_first`, the norms apply to each block's input instead)."""
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
-                 activation: str | Callable = "relu", layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 activation: str | Callable = F.relu, layer_norm_eps: float = 1e-5, batch_first: bool = False,
                  norm_first: bool = False, bias: bool = True, device=None, dtype=None):
         super().__init__()
         factory = dict(device=device, dtype=dtype)
@@ -61,7 +61,7 @@ class TransformerEncoderLayer(Module):
         self.dropout2 = Dropout(dropout)
         if isinstance(activation, str):
             activation = _get_activation_fn(activation)
-        self.activation_relu_or_gelu = {relu: 1, gelu: 2}.get(activation, 0)
+        self.activation_relu_or_gelu = {F.relu: 1, F.gelu: 2}.get(activation, 0)
         self.activation = activation
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False):

@@ -9,7 +9,8 @@ def parameters_to_vector(parameters) -> Tensor:
 
 
 def vector_to_parameters(vec: Tensor, parameters) -> None:
-    """Copy slices of `vec` into the parameters (in order), reshaped to their shapes."""
+    """Make each parameter (in order) the next slice of `vec`, reshaped to its shape; as in PyTorch
+    the parameters then share memory with `vec`."""
     if not isinstance(vec, Tensor) or vec.dim() != 1:
         raise TypeError(f"expected a 1-D Tensor, but got {type(vec).__name__}")
     params = list(parameters)
@@ -19,5 +20,5 @@ def vector_to_parameters(vec: Tensor, parameters) -> None:
     at = 0
     for p in params:
         n = p.numel()
-        p.data = vec[at:at + n].view_as(p).clone().data
+        p.data = vec[at:at + n].view_as(p).data
         at += n

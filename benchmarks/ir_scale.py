@@ -1,0 +1,81 @@
+"""IR scaling: time per node to build, print, parse and verify straight-line graphs of 1k, 10k and
+100k nodes (a chain of aten::add / aten::mul / aten::relu on one tensor input). Every stage must be
+linear, so the per-node times should stay about constant as the graph grows.
+
+    python -m benchmarks ir          # as a suite of the benchmark runner
+    python -m benchmarks.ir_scale    # a stage x size table with the 100k/1k growth of per-node time
+"""
+import functools
+
+import numpy as np
+
+from tscript.ir import Graph, parse_ir, tensor_type, verify
+
+from .harness import Case, fmt_time, run_case
+
+SIZES = (1_000, 10_000, 100_000)
+KINDS = ("aten::add", "aten::mul", "aten::relu")
+
+
+def build_chain(n: int) -> Graph:
+    """`h = x; repeat n times: h = add(h, x, 1) | mul(h, x) | relu(h)`, returning h."""
+    g = Graph()
+    x = g.add_input(tensor_type(np.float32, (8, 16)), "x")
+    alpha = g.constant(1, "alpha")
+    h = x
+    for i in range(n):
+        kind = KINDS[i % 3]
+        inputs = {"aten::add": [h, x, alpha], "aten::mul": [h, x], "aten::relu": [h]}[kind]
+        h = g.insert(kind, inputs, 1, None, [x.type]).output
+    g.add_output(h)
+    return g
+
+
+@functools.lru_cache(maxsize=1)  # the stages of one size share a graph; only one size is kept alive
+def _inputs(n: int) -> tuple[Graph, str]:
+    g = build_chain(n)
+    return g, str(g)
+
+
+STAGES = {
+    "build": lambda n: build_chain(n),
+    "print": lambda n: str(_inputs(n)[0]),
+    "parse": lambda n: parse_ir(_inputs(n)[1]),
+    "verify": lambda n: verify(_inputs(n)[0]),
+}
+
+
+def _label(n: int) -> str:
+    return f"{n // 1000}k"
+
+
+def cases() -> list[Case]:
+    """One case per (size, stage), timed per node."""
+    return [Case(f"ir {stage} {_label(n)} nodes (per node)", {"tscript": functools.partial(fn, n)}, per=n)
+            for n in SIZES for stage, fn in STAGES.items()]
+
+
+def table(per_node: dict[tuple[str, int], float]) -> str:
+    """Stages as rows, sizes as columns, and how much the per-node time grew from the smallest size
+    to the largest (about 1 when linear)."""
+    head = f"{'stage (time per node)':24s}" + "".join(f"{_label(n) + ' nodes':>14s}" for n in SIZES) + \
+        f"{'growth':>10s}"
+    lines = [head, "-" * len(head)]
+    for stage in STAGES:
+        cells = "".join(f"{fmt_time(per_node[stage, n]):>14s}" for n in SIZES)
+        growth = per_node[stage, SIZES[-1]] / per_node[stage, SIZES[0]]
+        lines.append(f"{stage:24s}{cells}{growth:>10.2f}")
+    return "\n".join(lines)
+
+
+def main(budget: float = 1.0) -> None:
+    per_node = {}
+    for n in SIZES:
+        for stage, fn in STAGES.items():
+            case = Case(stage, {"tscript": functools.partial(fn, n)}, per=n)
+            per_node[stage, n] = run_case(case, budget)["tscript"]
+    print(table(per_node))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""Shape and dtype propagation: output types computed from input types with the op library's
+shape/dtype rules (the same functions eager uses to explain errors), so dumps read
+`Float(batch, 10)`. Sizes read with aten::size and simple int arithmetic are tracked as ints or
+symbols. Guarantee: a type is only ever made more precise; unknown stays unknown (never guessed)."""
+from __future__ import annotations
+
+from tscript_runtime.ops import OPS, TensorMeta
+
+from ..graph import Graph, Node, Value
+from ..types import TensorType, tensor_type
+from .constant_propagation import constant_value
+
+_UNKNOWN = object()
+
+
+def mark_dynamic(graph: Graph, dynamic: dict) -> None:
+    """Make dims of graph inputs symbolic: {input index: [dims]}; dim 0 becomes "batch"."""
+    tensor_inputs = [v for v in graph.inputs if isinstance(v.type, TensorType)]
+    for index, dims in dynamic.items():
+        v = tensor_inputs[index]
+        shape = list(v.type.shape)
+        for d in dims:
+            shape[d] = "batch" if d == 0 else f"{v.name.split('.')[0]}_{d}"
+        v.type = tensor_type(v.type.dtype, shape)
+
+
+def propagate_shapes(graph: Graph) -> bool:
+    """Refine output types in place; True if any type changed."""
+    known: dict[Value, object] = {}
+    changed = False
+    for node in graph.all_nodes():
+        changed |= _node(graph, node, known)
+    return changed
+
+
+def _arg(graph: Graph, v: Value, known: dict):
+    if v in known:
+        return known[v]
+    if isinstance(v.type, TensorType):
+        if v.type.dtype is None or v.type.shape is None or None in v.type.shape:
+            return _UNKNOWN
+        return TensorMeta(v.type.shape, v.type.dtype)
+    ok, value = constant_value(graph, v)
+    return value if ok else _UNKNOWN
+
+
+def _node(graph: Graph, node: Node, known: dict) -> bool:
+    if node.kind == "prim::ListConstruct":
+        items = [_arg(graph, v, known) for v in node.inputs]
+        if all(i is not _UNKNOWN for i in items):
+            known[node.output] = items
+        return False
+    op = OPS.get(node.kind)
+    if op is None:
+        return False
+    args = [_arg(graph, v, known) for v in node.inputs]
+    if any(a is _UNKNOWN for a in args):
+        return False
+    if op.shape is None:  # ops on Python numbers: evaluate on ints, keep symbols symbolic
+        if all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in args):
+            try:
+                known[node.output] = op.kernel(*args)
+            except Exception:
+                pass
+        elif node.kind == "aten::size":
+            shape, dim = args[0].shape, args[1]
+            known[node.output] = shape[dim]
+        return False
+    try:
+        shapes, dtypes = op.shape(*args), op.dtype(*args)
+    except Exception:  # symbolic sizes a rule cannot reason about: leave the type as it is
+        return False
+    multi = isinstance(dtypes, tuple)
+    shapes, dtypes = (shapes, dtypes) if multi else ((shapes,), (dtypes,))
+    changed = False
+    for out, shape, dtype in zip(node.outputs, shapes, dtypes):
+        if isinstance(out.type, TensorType):
+            new = tensor_type(dtype, shape)
+            if new != out.type:
+                out.type, changed = new, True
+    return changed
