@@ -1,6 +1,11 @@
 """Shared test helpers: tolerances of SPEC.md and the optional PyTorch oracle."""
-import numpy as np
-import pytest
+import os
+
+# One BLAS thread: on 2 cores a spinning OpenBLAS pool next to the test process makes timings erratic.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
 try:
     import torch

@@ -1,6 +1,7 @@
 """tscript_runtime: the standalone runtime for tscript models (numpy + llvmlite only).
 
-It holds THE op library (`tscript_runtime.ops`) that eager tensors in `tscript` also run on.
+It holds THE op library (`tscript_runtime.ops`) that eager tensors in `tscript` also run on, and
+`load(path) -> Model`, which checks and runs a saved model (`.tsm`) written by `tscript.jit.save`.
 """
 import warnings
 

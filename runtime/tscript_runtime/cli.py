@@ -69,7 +69,7 @@ def cmd_info(args) -> None:
     for entry in model.entry_points.values():
         print(f"  {entry.signature}")
     n = sum(a.size for a in model.params.values())
-    print(f"parameters: {len(model.params)} tensors, {n} values")
+    print(f"parameters and buffers: {len(model.params)} tensors, {n} values")
     width = max((len(name) for name in model.params), default=0)
     for name, array in model.params.items():
         print(f"  {name:<{width}}  {dt.NAMES[array.dtype]:<7} {list(array.shape)}")

@@ -23,7 +23,10 @@ from .ops import OPS
 from .ops.registry import TensorMeta
 from .prims import COMPILE_TIME, PRIMS, SPREAD
 
-# Step modes: how a step's result reaches its output slots.
+# A step is (mode, fn, args, out, frees, where, ins): `args(env)` gathers the inputs, `out` is the
+# output slot (a list of slots for _SPREAD/_IF/_LOOP), `frees` the slots cleared after the step,
+# `where` (kind, source) names the node in errors. For If/Loop, `fn` holds the compiled blocks.
+# The mode says how the result reaches the output slots.
 _ONE, _ARRAY, _SPREAD, _NONE, _IF, _LOOP = range(6)
 _ndarray = np.ndarray
 _asarray = np.asarray
@@ -156,8 +159,9 @@ def _plan_frees(steps: list, params: list, keep: set) -> None:
     local = set(params)
     last: dict[int, int] = {}
     for i, step in enumerate(steps):
-        local |= _defines(step)
-        for s in _defines(step) | _reads(step):
+        defined = _defines(step)
+        local |= defined
+        for s in defined | _reads(step):
             last[s] = i
     frees = [[] for _ in steps]
     for s, i in last.items():
@@ -169,7 +173,7 @@ def _plan_frees(steps: list, params: list, keep: set) -> None:
 
 def _defines(step) -> set:
     """Slots a step defines, including everything defined inside its nested blocks."""
-    mode, out = step[0], step[3]
+    out = step[3]
     defined = set(out) if isinstance(out, list) else ({out} if out is not None else set())
     for params, steps, _, _ in _nested(step):
         defined |= set(params)
@@ -201,9 +205,10 @@ def _nested(step) -> list:
 def _run_steps(steps: list, env: list) -> None:
     for mode, fn, args, out, frees, where, _ in steps:
         try:
-            if mode == _ARRAY:
-                value = fn(*args(env))
-                env[out] = value if value.__class__ is _ndarray else _asarray(value)
+            if mode == _ARRAY:  # (no local variable: it would keep the value alive after its slot is freed)
+                env[out] = fn(*args(env))
+                if env[out].__class__ is not _ndarray:
+                    env[out] = _asarray(env[out])
             elif mode == _ONE:
                 env[out] = fn(*args(env))
             elif mode == _SPREAD:

@@ -84,7 +84,7 @@ def check_graph(data) -> dict:
     defined = {_name(i, "graph input") for i in _list(data, "inputs")}
     _check_block(_list(data, "nodes"), defined)
     for r in _list(data, "outputs"):
-        if r not in defined:
+        if not isinstance(r, str) or r not in defined:
             raise ModelError(f"graph output %{r} is never defined")
     return data
 
@@ -97,9 +97,10 @@ def _list(d: dict, key: str) -> list:
 
 
 def _name(entry, what: str) -> str:
+    """The name of a value entry, which must also carry its type as text."""
     name = entry.get("name") if isinstance(entry, dict) else None
-    if not isinstance(name, str):
-        raise ModelError(f"{what} without a name: {entry!r}")
+    if not isinstance(name, str) or not isinstance(entry.get("type"), str):
+        raise ModelError(f"{what} without a name and a type: {entry!r}")
     return name
 
 
@@ -108,12 +109,16 @@ def _check_block(nodes: list, defined: set) -> None:
         if not isinstance(node, dict) or not isinstance(node.get("kind"), str):
             raise ModelError(f"malformed node in graph: {node!r}")
         for v in _list(node, "inputs"):
-            if v not in defined:
+            if not isinstance(v, str) or v not in defined:
                 raise ModelError(f"{node['kind']} uses %{v} before it is defined")
+        if not isinstance(node.get("attrs", {}), dict) or not isinstance(node.get("blocks", []), list):
+            raise ModelError(f"{node['kind']} has malformed attributes or blocks")
         for block in node.get("blocks", []):
+            if not isinstance(block, dict):
+                raise ModelError(f"malformed block of {node['kind']}: {block!r}")
             inner = set(defined) | {_name(p, "block parameter") for p in _list(block, "params")}
             _check_block(_list(block, "nodes"), inner)
             for r in _list(block, "returns"):
-                if r not in inner:
+                if not isinstance(r, str) or r not in inner:
                     raise ModelError(f"block of {node['kind']} returns undefined %{r}")
         defined.update(_name(o, "node output") for o in _list(node, "outputs"))

@@ -124,7 +124,7 @@ def _check_param_names(archive: Archive, listing: dict) -> None:
 
 def _checked_array(archive: Archive, array: np.ndarray, entry: dict, where: str, member: str) -> np.ndarray:
     dtype, shape = entry.get("dtype"), entry.get("shape")
-    if dtype not in dt.BY_NAME or array.dtype != dt.BY_NAME[dtype]:
+    if not isinstance(dtype, str) or dtype not in dt.BY_NAME or array.dtype != dt.BY_NAME[dtype]:
         raise archive.error(f"{where}: member '{member}' holds {array.dtype} data, the manifest says {dtype!r}")
     if not isinstance(shape, list) or list(array.shape) != shape:
         raise archive.error(f"{where}: member '{member}' has shape {list(array.shape)}, the manifest says {shape!r}")

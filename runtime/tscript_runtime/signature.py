@@ -103,6 +103,7 @@ def _dims(shape) -> str:
 def spec_from_json(data):
     """The spec a manifest describes; ModelError when it is malformed (files are untrusted)."""
     kind = data.get("type") if isinstance(data, dict) else None
+    kind = kind if isinstance(kind, str) else None
     if kind == "tensor":
         return TensorSpec(_dtype(data.get("dtype")), _shape(data.get("shape"), symbols=True),
                           _shape(data.get("example_shape"), symbols=False))
@@ -112,7 +113,7 @@ def spec_from_json(data):
         return TupleSpec(tuple(spec_from_json(i) for i in data["items"]))
     if kind == "list":
         return ListSpec(spec_from_json(data.get("item")))
-    if kind == "dict" and data.get("key") in DICT_KEYS:
+    if kind == "dict" and isinstance(data.get("key"), str) and data["key"] in DICT_KEYS:
         return DictSpec(data["key"], spec_from_json(data.get("value")))
     raise ModelError(f"malformed value description in the signature: {data!r}")
 
@@ -120,7 +121,7 @@ def spec_from_json(data):
 def _dtype(name):
     if name is None:
         return None
-    if name not in dt.BY_NAME:
+    if not isinstance(name, str) or name not in dt.BY_NAME:
         raise ModelError(f"unknown dtype {name!r} in the signature")
     return dt.BY_NAME[name]
 

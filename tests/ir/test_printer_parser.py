@@ -262,7 +262,8 @@ X = "graph(%x : Tensor):\n"
 
 
 @pytest.mark.parametrize("text, where, fragment", [
-    (X + "  %y : Tensor = aten::relu(%x\n  return (%y)\n", "line 3, column 3", "unexpected 'return'; expected ')', ','"),
+    (X + "  %y : Tensor = aten::relu(%x\n  return (%y)\n", "line 3, column 3",
+     "unexpected 'return'; expected ')', ','"),
     (X + "  %y : Tensor = aten::relu(%x)\n  return (%y", "line 3, column 13", "unexpected end of input; expected ')'"),
     (X + "  %y : Tensor aten::relu(%x)\n  return (%y)\n", "line 2, column 15", "expected"),
     (X + "  %y : Tensor = aten::relu[a=$](%x)\n  return (%y)\n", "line 2, column 30",

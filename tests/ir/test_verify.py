@@ -3,6 +3,8 @@ import textwrap
 
 import pytest
 
+import tscript
+from tscript import jit, nn
 from tscript.ir import Graph, IRVerifyError, parse_ir, verify
 from tscript.ir.graph import Use
 from tscript.ir.types import BOOL, INT, STR, TENSOR, ListType, TupleType
@@ -243,7 +245,8 @@ OP_HEAD = "graph(%x : Tensor, %i : int, %f : float, %b : bool, %l : List[int], %
 
 
 @pytest.mark.parametrize("line, fragments", [
-    ("%y : Tensor = aten::frobnicate(%x)", ["%y = aten::frobnicate: unknown op (not in the op table) aten::frobnicate"]),
+    ("%y : Tensor = aten::frobnicate(%x)",
+     ["%y = aten::frobnicate: unknown op (not in the op table) aten::frobnicate"]),
     ("%y : Tensor = prim::Frobnicate(%x)", ["%y = prim::Frobnicate: unknown node kind prim::Frobnicate"]),
     ("%y : Tensor = aten::add(%x, %x)", ["%y = aten::add: expected 3 inputs (self, other, alpha), got 2"]),
     ("%y : Tensor = aten::relu(%i)", ["argument 'self' (input 0) must be Tensor, got %i : int"]),
@@ -346,3 +349,19 @@ def test_accepts_graphs_built_with_the_api():
     g.add_output(node.output)
     assert s.type == STR and flag.type == BOOL
     verify(g)
+
+
+class TinyNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return tscript.relu(self.fc(x)).sum(1), x.shape[0] * 2
+
+
+def test_traced_graphs_verify_and_roundtrip():
+    traced = jit.trace(TinyNet(), (tscript.randn(5, 4),))
+    for g in (traced.graph, traced.inlined_graph):
+        verify(g)
+        assert str(parse_ir(str(g))) == str(g)

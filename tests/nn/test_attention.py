@@ -399,6 +399,9 @@ def test_encoder_layer_structure_and_repr():
     assert layer.self_attn.dropout == 0.1 and layer.dropout.p == 0.1 and layer.norm1.eps == 1e-5
     assert layer.activation is F.relu and layer.activation_relu_or_gelu == 1
     assert ts.nn.TransformerEncoderLayer(8, 2, activation="gelu").activation is F.gelu
+    with_module = ts.nn.TransformerEncoderLayer(8, 2, activation=ts.nn.GELU())
+    assert with_module.activation_relu_or_gelu == 2 and "(activation): GELU(approximate='none')" in repr(with_module)
+    assert ts.nn.TransformerEncoderLayer(8, 2, activation=ts.tanh).activation_relu_or_gelu == 0
     assert repr(layer) == """TransformerEncoderLayer(
   (self_attn): MultiheadAttention(
     (out_proj): NonDynamicallyQuantizableLinear(in_features=8, out_features=8, bias=True)
@@ -432,7 +435,7 @@ def test_encoder_layer_without_dropout_is_the_same_in_train_and_eval():
 
 def test_encoder_clones_layers_and_detects_causal_masks():
     layer = ts.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0)
-    enc = ts.nn.TransformerEncoder(layer, num_layers=3, norm=ts.nn.TransformerEncoderLayer(8, 2).norm1)
+    enc = ts.nn.TransformerEncoder(layer, num_layers=3, norm=ts.nn.LayerNorm(8))
     assert len(enc.layers) == 3 and enc.layers[0] is not layer
     assert enc.layers[0].linear1.weight is not enc.layers[1].linear1.weight
     assert_close(enc.layers[2].linear1.weight, layer.linear1.weight)
@@ -460,7 +463,7 @@ def test_encoder_errors(call, exc, fragment):
 
 
 ENCODER_CONFIGS = [dict(), dict(norm_first=True), dict(activation="gelu"), dict(bias=False), dict(batch_first=True),
-                   dict(layer_norm_eps=1e-3, activation="callable")]
+                   dict(layer_norm_eps=1e-3, activation="callable"), dict(activation="module")]
 ENCODER_CALLS = [dict(), dict(src_key_padding_mask="bool"), dict(src_mask="causal", is_causal=True),
                  dict(src_mask="bool"), dict(src_mask="bool3d", src_key_padding_mask="bool")]
 
@@ -493,6 +496,8 @@ def test_encoder_layer_matches_pytorch(oracle, config, call):
     if config.get("activation") == "callable":
         their_kw, our_kw = dict(config, activation=lambda x: torch.tanh(x) * 2), \
             dict(config, activation=lambda x: ts.tanh(x) * 2)
+    elif config.get("activation") == "module":
+        their_kw, our_kw = dict(activation=torch.nn.GELU("tanh")), dict(activation=ts.nn.GELU("tanh"))
     else:
         their_kw = our_kw = config
     theirs = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, **their_kw).eval()
@@ -519,7 +524,7 @@ def test_encoder_matches_pytorch(oracle, batch_first):
     theirs = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(8, 2, **kw), 2,
                                          norm=torch.nn.LayerNorm(8), enable_nested_tensor=False).eval()
     ours = ts.nn.TransformerEncoder(ts.nn.TransformerEncoderLayer(8, 2, **kw), 2,
-                                    norm=ts.nn.TransformerEncoderLayer(8, 2).norm1).eval()
+                                    norm=ts.nn.LayerNorm(8)).eval()
     copy_weights(theirs, ours)
     assert list(ours.state_dict()) == list(theirs.state_dict())
     x = data(3, 4, 8) if batch_first else data(4, 3, 8)

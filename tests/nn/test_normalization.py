@@ -4,6 +4,7 @@ cumulative average), layer_norm, group_norm and rms_norm, functional and modules
 reprs, state_dict names, double backward and error cases."""
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import tscript as ts
 import tscript.nn.functional as F
@@ -181,10 +182,33 @@ def test_layer_norm_by_hand():
     np.testing.assert_allclose(out.numpy(), expected, rtol=1e-12)
 
 
+@settings(max_examples=30, deadline=None)
+@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=4), k=st.integers(1, 4), seed=st.integers(0, 99))
+def test_layer_norm_property_matches_numpy(shape, k, seed):
+    k = min(k, len(shape))
+    x = np.random.default_rng(seed).standard_normal(shape) * 3 + 1
+    axes = tuple(range(len(shape) - k, len(shape)))
+    out = F.layer_norm(ts.tensor(x), shape[len(shape) - k:])
+    expected = (x - x.mean(axes, keepdims=True)) / np.sqrt(x.var(axes, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-10, atol=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 3), groups=st.integers(1, 3), per_group=st.integers(1, 3),
+       spatial=st.lists(st.integers(1, 3), max_size=2), seed=st.integers(0, 99))
+def test_group_norm_property_matches_numpy(n, groups, per_group, spatial, seed):
+    shape = (n, groups * per_group, *spatial)
+    x = np.random.default_rng(seed).standard_normal(shape)
+    g = x.reshape(n, groups, -1)
+    expected = ((g - g.mean(2, keepdims=True)) / np.sqrt(g.var(2, keepdims=True) + 1e-5)).reshape(shape)
+    np.testing.assert_allclose(F.group_norm(ts.tensor(x), groups).numpy(), expected, rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("groups, shape", [(2, (3, 4, 5)), (1, (2, 6)), (3, (2, 6, 2, 2)), (6, (2, 6, 3))])
 @pytest.mark.parametrize("affine", [True, False])
 def test_groupnorm_matches_pytorch(oracle, groups, shape, affine):
-    module, torch_module = nn.GroupNorm(groups, shape[1], affine=affine), oracle.nn.GroupNorm(groups, shape[1], affine=affine)
+    module = nn.GroupNorm(groups, shape[1], affine=affine)
+    torch_module = oracle.nn.GroupNorm(groups, shape[1], affine=affine)
     _perturb(module, torch_module, oracle)
     _step(module, torch_module, _x(*shape, scale=2, shift=-1), oracle)
     _compare_state(module, torch_module)

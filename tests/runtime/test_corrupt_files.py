@@ -8,6 +8,8 @@ import zipfile
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tscript as ts
 import tscript_runtime as rt
@@ -267,3 +269,61 @@ def test_native_code_members_are_checked(path):
     rewrite(path, lambda m: m["entry_points"]["forward"].update(native=native),
             members={"forward.ll": b"; ModuleID = 'forward'\n"})
     assert rt.load(path).entry_points["forward"].native == native
+
+
+# -- any field of any type --------------------------------------------------------------------------
+
+ODD_VALUES = [None, 0, -1, 1.5, "", "x", [], {}, [1], [[1]], {"a": 1}, True, "float32", {"type": "tensor"}]
+
+
+def _paths(obj, prefix=()):
+    """Every key path into a JSON document."""
+    if prefix:
+        yield prefix
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for k, v in items:
+        yield from _paths(v, prefix + (k,))
+
+
+def _set(doc, path, value):
+    for key in path[:-1]:
+        doc = doc[key]
+    doc[path[-1]] = value
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory):
+    """The bytes, manifest and graph of a saved model with tuple and dict outputs and a constant."""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 3)
+
+        def forward(self, x):
+            h = self.fc(x)
+            return h.sum(1) + ts.tensor([1.0]), {"h": h}
+
+    p = tmp_path_factory.mktemp("pristine") / "model.tsm"
+    ts.jit.save(ts.jit.trace(Net(), ts.randn(3, 4)), p)
+    manifest, members = contents(p)
+    return p, p.read_bytes(), manifest, json.loads(members["forward.graph.json"])
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_field_of_any_type_is_a_model_error_or_loads(pristine, data):
+    path, original, manifest, graph = pristine
+    in_graph = data.draw(st.booleans(), label="edit the graph (else the manifest)")
+    doc = json.loads(json.dumps(graph if in_graph else manifest))
+    where = data.draw(st.sampled_from([q for q in _paths(doc) if q[0] != "members"]), label="field")
+    _set(doc, where, data.draw(st.sampled_from(ODD_VALUES), label="value"))
+    path.write_bytes(original)
+    if in_graph:
+        rewrite(path, members={"forward.graph.json": json.dumps(doc).encode()})
+    else:
+        rewrite(path, lambda m: (m.clear(), m.update(doc)))
+    for load in LOADERS:
+        try:
+            load(path)
+        except ModelError:
+            pass

@@ -49,7 +49,7 @@ def test_info(files):
                         f"produced by tscript {ts.__version__}")
     assert lines[1:] == ["entry points:",
                          "  forward(x: float32[batch, 4]) -> (float32[batch], Dict[str, float32[batch, 3]])",
-                         "parameters: 2 tensors, 15 values",
+                         "parameters and buffers: 2 tensors, 15 values",
                          "  fc.weight  float32 [3, 4]",
                          "  fc.bias    float32 [3]",
                          "native code:",

@@ -153,7 +153,7 @@ def _log(x):
     return x.log() if _is_tensor(x) else math.log(x)
 
 
-@derivative("aten::pow")
+@derivative("aten::pow", save_if={"result": ("exponent",)})
 def _pow(grad, self, exponent, result, needs_input_grad):
     wants_self, wants_exponent = needs_input_grad
     g_self = None

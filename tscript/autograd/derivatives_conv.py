@@ -164,4 +164,6 @@ def _averaging_matrix(size: int, out: int, like):
 @derivative("aten::adaptive_avg_pool2d")
 def _adaptive_avg_pool2d(grad, self_shape):
     (h, w), (oh, ow) = self_shape[-2:], grad.shape[-2:]
+    if oh == 0 or ow == 0:
+        return _zeros(self_shape, grad)
     return _averaging_matrix(h, oh, grad).t() @ grad @ _averaging_matrix(w, ow, grad)

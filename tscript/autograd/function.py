@@ -68,7 +68,7 @@ class FunctionBackward(Node):
                                f"(expected {self.n_inputs}, got {len(out)})")
         for i, g in enumerate(out):
             if g is not None and i not in self.tensor_args:
-                raise RuntimeError(f"function {self.name()} returned a gradient different than None at position "
+                raise RuntimeError(f"Function {self.name()} returned a gradient different than None at position "
                                    f"{i + 1}, but the corresponding forward input was not a Variable")
         return [self._check(k, out[i]) for k, i in enumerate(self.tensor_args)]
 

@@ -24,7 +24,7 @@ class Plan:
     lists: frozenset          # which of those positions are Tensor[] arguments
     saves: tuple              # (name, kind, position, slots): kind is "arg", "shape" or "result"; saved
                               # only if one of `slots` (indices into the slots; None: always) needs a grad
-    needs_result: bool
+    result_if: tuple | None   # save the result: always (()), never (None), or if one of these slots needs a grad
 
 
 _PLANS: dict[str, Plan | None] = {}
@@ -50,8 +50,9 @@ def plan(op) -> Plan | None:
             raise RuntimeError(f"the derivative for '{op.name}' is not implemented")
         slots = tuple(sorted(op.tensor_pos + op.list_pos))
         saves = tuple(_save_entry(op, derivative, slots, n) for n in derivative.needs if n != "result")
+        result_if = _save_entry(op, derivative, slots, "result")[3] or () if "result" in derivative.needs else None
         p = Plan(derivative, _camel(op.schema.short_name) + "Backward0", NODE_NAMES.get(functional), slots,
-                 frozenset(op.list_pos), saves, "result" in derivative.needs)
+                 frozenset(op.list_pos), saves, result_if)
     _PLANS[op.name] = p
     return p
 
@@ -64,7 +65,7 @@ def _save_entry(op, derivative, slots: tuple, name: str) -> tuple:
     if cond is not None:
         assert not op.list_pos, f"{op.name}: save_if needs every Tensor argument to be one slot"
         cond = tuple(slots.index(index[c]) for c in cond)
-    return (name, "arg", index[name], cond)
+    return (name, "arg", index.get(name), cond)
 
 
 class OpNode(Node):
@@ -218,8 +219,9 @@ def run_recorded(op, args, arrays, run, wrap):
         views.rebase(target, node, self_slot, *rebase)
     else:
         _connect(outputs, node)
-    if p.needs_result:
-        saved["result"] = _saved_result(outputs, node)
+    if p.result_if is not None:
+        wanted = not p.result_if or any(metas[k] is not None for k in p.result_if)
+        saved["result"] = _saved_result(outputs, node) if wanted else None
     anomaly.remember(node)
     return result
 

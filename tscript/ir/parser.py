@@ -20,9 +20,9 @@ from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from tscript_runtime import dtypes as _dt
+from tscript_runtime.graph_format import TensorRef
 
 from .graph import Block, Graph, Node, Value
-from tscript_runtime.graph_format import TensorRef
 from .types import DTYPE_BY_NAME, SCALARS, DictType, ListType, ModuleType, OptionalType, TensorType, TupleType
 
 
@@ -34,13 +34,13 @@ def parse_ir(text: str) -> Graph:
     """The Graph that `text` (as printed by `str(graph)`) describes."""
     with _LOCK:
         builder, parser = _parser()
-        builder.reset(text)
+        builder.reset()
         try:
             return parser.parse(text)
         except UnexpectedInput as e:
             raise IRParseError(_syntax_message(e, text, parser)) from None
         finally:
-            builder.reset("")
+            builder.reset()
 
 
 _LOCK = threading.Lock()  # the builder holds one parse's state, so parses take turns
@@ -63,8 +63,8 @@ def _at(tok: Token) -> str:
 class _Builder:
     """Rule callbacks (named after the rules in ir.lark) that build the graph as the parser reduces."""
 
-    def reset(self, text: str) -> None:
-        self.text = text
+    def reset(self) -> None:
+        """Forget the previous parse."""
         self.graph: Graph | None = None
         self.values: dict[str, tuple[Value, Token]] = {}  # name -> (value, where it was defined)
         self.blocks: list[list] = []        # open blocks, innermost last: [block, last node in it]
@@ -171,10 +171,10 @@ class _Builder:
 
     def generic_type(self, children):
         name, *args = children
-        make = _GENERICS.get(str(name))
-        if make is None or (make.arity is not None and make.arity != len(args)):
+        arity, make = _GENERICS.get(str(name), (0, None))
+        if make is None or arity not in (None, len(args)):
             raise IRParseError(f"{_at(name)}: unknown type {name}[{', '.join(map(str, args))}]")
-        return make(args)
+        return make(*args)
 
     def empty_tuple_type(self, children):
         if children[0] != "Tuple":
@@ -263,21 +263,12 @@ class _Label:
         self.tok = tok
 
 
-class _Generic:
-    """A parametrised type constructor: `List[T]` and friends, with the number of arguments it takes."""
-
-    def __init__(self, arity: int | None, make):
-        self.arity, self.make = arity, make
-
-    def __call__(self, args):
-        return self.make(*args) if self.arity is not None else self.make(tuple(args))
-
-
+# Parametrised types: how many arguments each takes (None: any number) and its constructor.
 _GENERICS = {
-    "List": _Generic(1, ListType),
-    "Optional": _Generic(1, OptionalType),
-    "Dict": _Generic(2, DictType),
-    "Tuple": _Generic(None, TupleType),
+    "List": (1, ListType),
+    "Optional": (1, OptionalType),
+    "Dict": (2, DictType),
+    "Tuple": (None, lambda *elems: TupleType(elems)),
 }
 
 
@@ -318,10 +309,10 @@ def _unquote(text: str, tok: Token) -> str:
 
 # What the syntax error says was expected, for terminals whose name alone does not tell.
 _TERMINAL_NAMES = {
-    "VALUE": "a value (%name)", "KIND": "an op kind (ns::name)", "BLOCK": "blockN(", "TYPE_NAME": "a type",
-    "TENSOR_TYPE": "a tensor type", "SYMBOL": "a name", "INT": "an integer", "FLOAT": "a float", "STRING": "a string",
-    "DTYPE": "a dtype (tscript.float32)", "TENSOR_REF": "<Tensor name>", "COMMENT": "a comment",
-    "$END": "end of input",
+    "VALUE": "a value (%name)", "KIND": "an op kind (ns::name)", "BLOCK": "blockN", "TYPE_NAME": "a type",
+    "TENSOR_TYPE": "a tensor type", "SYMBOL": "a name", "INT": "an integer", "FLOAT": "a float",
+    "STRING": "a string", "DTYPE": "a dtype (tscript.float32)", "TENSOR_REF": "<Tensor name>",
+    "COMMENT": "a comment", "$END": "end of input",
 }
 
 
@@ -336,17 +327,18 @@ def _describe_terminal(name: str, parser: Lark) -> str:
 
 
 def _syntax_message(e: UnexpectedInput, text: str, parser: Lark) -> str:
+    """`line L, column C: unexpected X; expected A, B` and the line with a caret under the spot."""
+    line, column = e.line, e.column
     if isinstance(e, UnexpectedCharacters):
-        found = f"unexpected character {text[e.pos_in_stream]!r}"
-        expected = e.allowed
+        found, expected = f"unexpected character {text[e.pos_in_stream]!r}", e.allowed
     elif isinstance(e, UnexpectedEOF) or (isinstance(e, UnexpectedToken) and e.token.type == "$END"):
         found, expected = "unexpected end of input", e.expected
-        e.line, e.column = _end_position(text)
+        line, column = _end_position(text)
     else:
         found, expected = f"unexpected {str(e.token)!r}", e.expected
     wanted = ", ".join(sorted({_describe_terminal(t, parser) for t in expected}))
     context = e.get_context(text).rstrip("\n") if e.pos_in_stream is not None else ""
-    return f"line {e.line}, column {e.column}: {found}; expected {wanted}" + (f"\n{context}" if context else "")
+    return f"line {line}, column {column}: {found}; expected {wanted}" + (f"\n{context}" if context else "")
 
 
 def _end_position(text: str) -> tuple[int, int]:

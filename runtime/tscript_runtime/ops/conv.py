@@ -25,7 +25,13 @@ from .rules import check_float
 # -- argument normalisation ----------------------------------------------------------------------
 
 def _ints(value) -> tuple:
-    return (int(value),) if isinstance(value, (int, np.integer)) else tuple(int(v) for v in value)
+    """An int or a sequence of ints as a tuple. Anything else is a TypeError, which the dispatcher
+    turns into the schema's message naming the argument."""
+    if isinstance(value, (int, np.integer)):
+        return (int(value),)
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, (int, np.integer)) for v in value):
+        raise TypeError(f"expected an int or a sequence of ints, got {value!r}")
+    return tuple(int(v) for v in value)
 
 
 def conv_param(op: str, name: str, value, n: int) -> tuple:

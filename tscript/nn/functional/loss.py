@@ -150,9 +150,9 @@ def _check_class_target(input: Tensor, target: Tensor, weight: Tensor | None) ->
 
 
 def _check_class_weight(input: Tensor, weight: Tensor | None, class_dim: int, prefix: str = "") -> None:
-    classes = input.shape[class_dim]
     if weight is None:
         return
+    classes = input.shape[class_dim]
     if weight.dim() != 1 or weight.numel() != classes:
         raise RuntimeError(f"{prefix}weight tensor should be defined either for all {classes} classes or no "
                            f"classes but got weight tensor of shape: {list(weight.shape)}")
@@ -160,22 +160,29 @@ def _check_class_weight(input: Tensor, weight: Tensor | None, class_dim: int, pr
         raise RuntimeError(f"expected scalar type {_torch_name(input)} but found {_torch_name(weight)}")
 
 
-def _check_bounds(target: Tensor, valid: Tensor, classes: int) -> None:
-    bad = valid & ((target < 0) | (target >= classes))
-    if bad.any().item():
-        raise IndexError(f"Target {target[bad].reshape(-1)[0].item()} is out of bounds.")
+def _pick(logp: Tensor, target: Tensor, valid: Tensor, class_dim: int) -> Tensor:
+    """logp at the (non-ignored) target classes. An out-of-range target fails in gather; only then
+    are the targets inspected (so valid calls convert no tensor to a Python value, e.g. when traced)."""
+    safe = _where(valid, target, 0).unsqueeze(class_dim)
+    try:
+        return logp.gather(class_dim, safe).squeeze(class_dim)
+    except (IndexError, RuntimeError):
+        bad = valid & ((target < 0) | (target >= logp.shape[class_dim]))
+        if bad.any().item():
+            raise IndexError(f"Target {target[bad].reshape(-1)[0].item()} is out of bounds.") from None
+        raise
 
 
 def _nll(logp: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int, reduction: str,
          class_dim: int) -> tuple:
-    """The per-element losses -w[t] * logp[t] (zero where ignored), reduced, and the total weight."""
+    """The per-element losses -w[t] * logp[t] (zero where ignored), reduced, and the per-element
+    weights w[t] (zero where ignored; 'mean' divides by their sum)."""
     valid = target != ignore_index
-    _check_bounds(target, valid, logp.shape[class_dim])
-    safe = _where(valid, target, 0)
-    picked = -logp.gather(class_dim, safe.unsqueeze(class_dim)).squeeze(class_dim)
+    picked = -_pick(logp, target, valid, class_dim)
     if weight is None:
         w = valid.to(logp.dtype)
     else:
+        safe = _where(valid, target, 0)
         w = _where(valid, weight.index_select(0, safe.reshape(-1)).reshape(tuple(safe.shape)), 0.0)
     loss = _where(valid, picked * w if weight is not None else picked, 0.0)
     if reduction == "mean":
@@ -193,7 +200,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
 
 
 def _smoothing_term(logp: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int, reduction: str,
-                    class_dim: int, total_weight: Tensor) -> Tensor:
+                    class_dim: int, weights: Tensor) -> Tensor:
     """The label-smoothing part of cross_entropy: -sum over classes of (weighted) log-probabilities."""
     if weight is not None:
         logp = logp * weight.reshape((-1,) + (1,) * (logp.dim() - 1 - class_dim))
@@ -201,7 +208,7 @@ def _smoothing_term(logp: Tensor, target: Tensor, weight: Tensor | None, ignore_
     valid = target != ignore_index
     smooth = _where(valid, smooth, 0.0)
     if reduction == "mean":
-        return smooth.sum() / (total_weight.sum() if weight is not None else valid.sum())
+        return smooth.sum() / (weights.sum() if weight is not None else valid.sum())
     return _reduce(smooth, reduction)
 
 
@@ -242,10 +249,10 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
         return _cross_entropy_probs(input, target, weight, ignore_index, reduction, label_smoothing)
     target, class_dim = _check_class_target(input, target, weight)
     logp = input.log_softmax(class_dim)
-    loss, total_weight = _nll(logp, target, weight, ignore_index, reduction, class_dim)
+    loss, weights = _nll(logp, target, weight, ignore_index, reduction, class_dim)
     if label_smoothing <= 0:
         return loss
-    smooth = _smoothing_term(logp, target, weight, ignore_index, reduction, class_dim, total_weight)
+    smooth = _smoothing_term(logp, target, weight, ignore_index, reduction, class_dim, weights)
     return loss * (1 - label_smoothing) + smooth * (label_smoothing / input.shape[class_dim])
 
 

@@ -10,15 +10,13 @@ from ..._dtype import float32
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
 from ..._dispatch import dispatch
+from tscript_runtime.errors import fmt_shape
 from tscript_runtime.ops import OPS
-from .activation import _check_float
+from tscript_runtime.ops.rules import broadcast_shapes
+from .activation import _check_float, _where
 
 __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "embedding", "one_hot", "pad", "interpolate",
            "normalize", "cosine_similarity", "pairwise_distance"]
-
-
-def _shape_str(shape) -> str:
-    return "[" + ", ".join(str(s) for s in shape) + "]"
 
 
 # -- dropout -----------------------------------------------------------------------------------------
@@ -112,7 +110,7 @@ def _renorm_rows(weight: Tensor, indices: Tensor, max_norm: float, norm_type: fl
         rows = indices.reshape(-1).unique()
         picked = weight.index_select(0, rows)
         norms = picked.norm(norm_type, 1, True)
-        scale = dispatch(OPS["aten::where"], (norms > max_norm, max_norm / (norms + 1e-7), 1.0))
+        scale = _where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
         weight[rows] = picked * scale
 
 
@@ -136,7 +134,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
         freq = counts.index_select(0, inverse).reshape(tuple(input.shape) + (1,))
         out = out.detach() + (out - out.detach()) / freq  # same values; gradient divided by the frequency
     if padding_idx is not None:
-        out = dispatch(OPS["aten::where"], ((input == padding_idx).unsqueeze(-1), out.detach(), out))
+        out = _where((input == padding_idx).unsqueeze(-1), out.detach(), out)
     return out
 
 
@@ -203,7 +201,7 @@ def _source_index(mode: str, size: int, before: int, after: int) -> Tensor:
     if mode == "circular":
         return j.remainder(size)
     j = j.abs()
-    return dispatch(OPS["aten::where"], (j > size - 1, 2 * (size - 1) - j, j))
+    return _where(j > size - 1, 2 * (size - 1) - j, j)
 
 
 def _check_non_constant(input: Tensor, mode: str, pairs: list) -> None:
@@ -213,13 +211,13 @@ def _check_non_constant(input: Tensor, mode: str, pairs: list) -> None:
                                   + _NON_CONSTANT)
     if any(s == 0 for s in input.shape[1:]) or (input.dim() == k + 1 and input.shape[0] == 0):
         raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and "
-                           f"other non-zero dimensions for input, but got: {_shape_str(input.shape)}")
+                           f"other non-zero dimensions for input, but got: {fmt_shape(input.shape)}")
     for d, before, after in pairs:
         size = input.shape[d]
         if mode == "reflect" and (before >= size or after >= size):
             raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
                                f"but got: padding ({before}, {after}) at dimension {d} of input "
-                               f"{_shape_str(input.shape)}")
+                               f"{fmt_shape(input.shape)}")
         if mode == "circular" and (before > size or after > size):
             raise RuntimeError("Padding value causes wrapping around more than once.")
         if min(before, after) < 0 and mode != "circular":
@@ -372,7 +370,7 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps)) along `dim` (inputs broadcast)."""
     x1, x2 = (x if x.is_floating_point() else x.float() for x in (x1, x2))
-    shape = dispatch(OPS["aten::add"], (x1, x2)).shape  # broadcasting, with PyTorch's error
+    shape = broadcast_shapes(tuple(x1.shape), tuple(x2.shape))  # with PyTorch's error
     x1, x2 = x1.expand(shape), x2.expand(shape)
     n1, n2 = x1.norm(2, dim, True).clone(), x2.norm(2, dim, True).clone()
     with no_grad():  # as PyTorch: the gradient flows through the unclamped norms

@@ -3,14 +3,11 @@ composed of differentiable reductions (mean, biased var) and elementwise ops."""
 from __future__ import annotations
 
 from ..._tensor import Tensor
+from tscript_runtime.errors import fmt_shape
 from ...autograd.grad_mode import no_grad
 from .activation import _check_float
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "rms_norm"]
-
-
-def _shape_str(shape) -> str:
-    return "[" + ", ".join(str(s) for s in shape) + "]"
 
 
 def _normalize(input: Tensor, dims: tuple, eps: float) -> Tensor:
@@ -90,12 +87,12 @@ def _normalized_dims(input: Tensor, normalized_shape, weight, bias) -> tuple:
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     k = len(shape)
     if k == 0 or input.dim() < k or tuple(input.shape[input.dim() - k:]) != shape:
-        raise RuntimeError(f"Given normalized_shape={_shape_str(shape)}, expected input with shape "
-                           f"[*, {', '.join(str(s) for s in shape)}], but got input of size{_shape_str(input.shape)}")
+        raise RuntimeError(f"Given normalized_shape={fmt_shape(shape)}, expected input with shape "
+                           f"[*, {', '.join(str(s) for s in shape)}], but got input of size{fmt_shape(input.shape)}")
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and tuple(t.shape) != shape:
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of "
-                               f"shape {_shape_str(t.shape)} and normalized_shape = {_shape_str(shape)}")
+                               f"shape {fmt_shape(t.shape)} and normalized_shape = {fmt_shape(shape)}")
     return tuple(range(input.dim() - k, input.dim()))
 
 
@@ -126,12 +123,12 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
     n, channels = input.shape[0], input.shape[1]
     if channels % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input "
-                           f"of shape {_shape_str(input.shape)} and num_groups={num_groups}")
+                           f"of shape {fmt_shape(input.shape)} and num_groups={num_groups}")
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and (t.dim() != 1 or t.numel() != channels):
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in "
-                               f"input, but got {name} of shape {_shape_str(t.shape)} and input of shape "
-                               f"{_shape_str(input.shape)}")
+                               f"input, but got {name} of shape {fmt_shape(t.shape)} and input of shape "
+                               f"{fmt_shape(input.shape)}")
     _check_float("group_norm", input)
     grouped = input.reshape(n, num_groups, -1)
     out = _normalize(grouped, (2,), eps).reshape(input.shape)

@@ -9,11 +9,13 @@ import tscript as torch
 
 from .. import functional as F
 from ..functional import attention as A
+from .activation import GELU, ReLU
 from .attention import MultiheadAttention
 from .container import ModuleList
+from .dropout import Dropout
 from .linear import Linear
 from .module import Module
-from ._interim import Dropout, LayerNorm  # TEMPORARY
+from .normalization import LayerNorm
 
 __all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder"]
 
@@ -24,6 +26,15 @@ def _get_activation_fn(activation: str) -> Callable:
     if activation == "gelu":
         return F.gelu
     raise RuntimeError(f"activation should be relu/gelu, not {activation}")
+
+
+def _activation_kind(activation) -> int:
+    """PyTorch's `activation_relu_or_gelu` flag: 1 for relu, 2 for gelu, 0 for anything else."""
+    if activation is F.relu or isinstance(activation, ReLU):
+        return 1
+    if activation is F.gelu or isinstance(activation, GELU):
+        return 2
+    return 0
 
 
 def _generate_square_subsequent_mask(sz: int, dtype=None):
@@ -61,7 +72,7 @@ class TransformerEncoderLayer(Module):
         self.dropout2 = Dropout(dropout)
         if isinstance(activation, str):
             activation = _get_activation_fn(activation)
-        self.activation_relu_or_gelu = {F.relu: 1, F.gelu: 2}.get(activation, 0)
+        self.activation_relu_or_gelu = _activation_kind(activation)
         self.activation = activation
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False):

@@ -1,0 +1,195 @@
+"""Native code: the host TargetMachine, LLVM IR -> object code, loading objects with ORC (LLJIT),
+the allow-list of external functions stored IR may declare, and the BLAS library found inside
+numpy's wheel. Used by the compiler (tscript.codegen) and by the standalone runtime, which
+recompiles stored IR when the stored object code was built for another CPU.
+"""
+from __future__ import annotations
+
+import ctypes
+import glob
+import hashlib
+import os
+import re
+import threading
+
+from .errors import ModelError
+
+_lock = threading.Lock()  # llvmlite binding calls are not thread-safe across these steps
+_state: dict = {}
+
+# External functions stored LLVM IR may declare: libm, memory, LLVM intrinsics, and the CBLAS entry
+# points of the BLAS bundled with numpy. Anything else is refused at load.
+ALLOWED_EXTERNALS = {
+    "expf", "exp", "logf", "log", "tanhf", "tanh", "erff", "erf", "sqrtf", "sqrt", "powf", "pow", "fabsf", "fabs",
+    "log1pf", "log1p", "expm1f", "expm1", "sinf", "sin", "cosf", "cos", "floorf", "floor", "ceilf", "ceil",
+    "fmodf", "fmod", "roundf", "round", "truncf", "trunc", "memcpy", "memset", "memmove", "malloc", "free",
+    "aligned_alloc",
+}
+BLAS_SYMBOLS = {"cblas_sgemm": "scipy_cblas_sgemm64_", "cblas_dgemm": "scipy_cblas_dgemm64_",
+                "cblas_sgemv": "scipy_cblas_sgemv64_", "cblas_dgemv": "scipy_cblas_dgemv64_"}
+ALLOWED_EXTERNALS |= set(BLAS_SYMBOLS)
+_DECLARE = re.compile(r"^declare\b[^@]*@\"?([\w.$]+)\"?\s*\(", re.M)
+
+
+def _llvm():
+    import llvmlite.binding as llvm
+    if "init" not in _state:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        llvm.initialize_native_asmparser()
+        _state["init"] = True
+    return llvm
+
+
+def host() -> dict:
+    """The host's target triple, CPU name and features (what object code is built for)."""
+    llvm = _llvm()
+    if "host" not in _state:
+        _state["host"] = {"triple": llvm.get_default_triple(), "cpu": llvm.get_host_cpu_name(),
+                          "features": llvm.get_host_cpu_features().flatten()}
+    return _state["host"]
+
+
+def target_machine():
+    """The one TargetMachine for the host CPU (all its features, O3)."""
+    llvm = _llvm()
+    if "tm" not in _state:
+        h = host()
+        target = llvm.Target.from_default_triple()
+        _state["tm"] = target.create_target_machine(cpu=h["cpu"], features=h["features"], opt=3, reloc="pic",
+                                                    codemodel="default", jit=True)
+    return _state["tm"]
+
+
+def declared_externals(ll_text: str) -> set[str]:
+    """Names of the functions the IR declares (and does not define)."""
+    return {m for m in _DECLARE.findall(ll_text) if not m.startswith("llvm.")}
+
+
+def check_externals(ll_text: str, where: str = "stored LLVM IR") -> None:
+    """Refuse IR that declares a function outside the allow-list."""
+    bad = sorted(declared_externals(ll_text) - ALLOWED_EXTERNALS)
+    if bad:
+        raise ModelError(f"{where} declares external function(s) not on the allow-list: {', '.join(bad)}")
+
+
+def optimize_and_emit(ll_text: str) -> bytes:
+    """Parse, verify, optimize (O3 with loop and SLP vectorization) and emit object code."""
+    llvm = _llvm()
+    with _lock:
+        tm = target_machine()
+        module = llvm.parse_assembly(ll_text)
+        module.triple, module.data_layout = tm.triple, str(tm.target_data)
+        module.verify()
+        pto = llvm.create_pipeline_tuning_options(speed_level=3)
+        pto.loop_vectorization = pto.slp_vectorization = True
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(module, pb)
+        return tm.emit_object(module)
+
+
+def optimized_ir(ll_text: str) -> str:
+    """The IR after optimization (for inspecting whether a kernel vectorized)."""
+    llvm = _llvm()
+    with _lock:
+        tm = target_machine()
+        module = llvm.parse_assembly(ll_text)
+        module.triple, module.data_layout = tm.triple, str(tm.target_data)
+        pto = llvm.create_pipeline_tuning_options(speed_level=3)
+        pto.loop_vectorization = pto.slp_vectorization = True
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(module, pb)
+        return str(module)
+
+
+def assembly(ll_text: str) -> str:
+    llvm = _llvm()
+    with _lock:
+        module = llvm.parse_assembly(optimized_ir(ll_text))
+        return target_machine().emit_assembly(module)
+
+
+def blas_library() -> str | None:
+    """Path of the OpenBLAS numpy bundles (ILP64, `scipy_cblas_*64_` symbols), if present."""
+    if "blas" not in _state:
+        import numpy
+        base = os.path.join(os.path.dirname(numpy.__file__), os.pardir, "numpy.libs")
+        found = sorted(glob.glob(os.path.join(base, "libscipy_openblas64_*.so")))
+        _state["blas"] = found[0] if found else None
+    return _state["blas"]
+
+
+def external_addresses(names: set[str]) -> dict[str, int]:
+    """Addresses for the externals an object needs (libm from the process, BLAS from numpy's lib)."""
+    out = {}
+    libc = ctypes.CDLL(None)
+    blas = None
+    for name in names:
+        if name in BLAS_SYMBOLS:
+            if blas is None:
+                path = blas_library()
+                if path is None:
+                    raise ModelError("native code needs BLAS, but numpy's bundled OpenBLAS was not found; "
+                                     "the reference kernels will be used instead")
+                blas = ctypes.CDLL(path)
+            out[name] = ctypes.cast(getattr(blas, BLAS_SYMBOLS[name]), ctypes.c_void_p).value
+        else:
+            try:
+                out[name] = ctypes.cast(getattr(libc, name), ctypes.c_void_p).value
+            except AttributeError:
+                libm = ctypes.CDLL("libm.so.6")
+                out[name] = ctypes.cast(getattr(libm, name), ctypes.c_void_p).value
+    return out
+
+
+class NativeLibrary:
+    """Object code linked into the process; `address(name)` gives an exported function's address.
+    Keep the library alive while any of its code may run."""
+    _count = 0
+
+    def __init__(self, obj: bytes, exports: list[str], externals: set[str]):
+        llvm = _llvm()
+        with _lock:
+            if "lljit" not in _state:
+                _state["lljit"] = llvm.create_lljit_compiler()
+            builder = llvm.JITLibraryBuilder().add_object_img(obj)
+            for name, addr in external_addresses(externals).items():
+                builder.import_symbol(name, addr)
+            for name in exports:
+                builder.export_symbol(name)
+            NativeLibrary._count += 1
+            self._tracker = builder.link(_state["lljit"], f"tscript_native_{NativeLibrary._count}")
+            self._addresses = {name: self._tracker[name] for name in exports}
+
+    def address(self, name: str) -> int:
+        return self._addresses[name]
+
+
+def cache_dir() -> str:
+    """Where compiled objects are cached (TSCRIPT_CACHE_DIR, default ~/.cache/tscript)."""
+    return os.environ.get("TSCRIPT_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "tscript")
+
+
+def cache_key(ll_text: str) -> str:
+    h = host()
+    return hashlib.sha256("\n".join([ll_text, h["triple"], h["cpu"], h["features"]]).encode()).hexdigest()
+
+
+def compile_cached(ll_text: str) -> bytes:
+    """Object code for `ll_text` on this host, from the on-disk cache when present."""
+    path = os.path.join(cache_dir(), cache_key(ll_text) + ".o")
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        pass
+    obj = optimize_and_emit(ll_text)
+    try:
+        os.makedirs(cache_dir(), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(obj)
+        os.replace(tmp, path)
+    except OSError:  # a read-only home is no reason to fail: just do not cache
+        pass
+    return obj
