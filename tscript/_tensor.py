@@ -36,6 +36,7 @@ class Tensor:
     _hooks = None             # gradient hooks of a leaf, registered with register_hook
     _output_nr = 0            # which output of grad_fn this tensor is
     _view_version = None      # a recorded view: the version its grad_fn belongs to (views.py)
+    _accumulator = None       # weak reference to a leaf's AccumulateGrad node
     __array_priority__ = 1000  # `ndarray + Tensor` defers to Tensor.__radd__
 
     # -- metadata ---------------------------------------------------------------------------------

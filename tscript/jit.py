@@ -7,11 +7,13 @@ import numpy as np
 
 from ._tensor import Tensor
 from ._tracing import TracerWarning
+from .frontend.compiled import CompiledModel, compile
 from .frontend.modules import ScriptFunction, ScriptModule
 from .frontend.saving import load, save
 from .frontend.tracer import record_trace
 
-__all__ = ["ScriptFunction", "ScriptModule", "TracerWarning", "load", "save", "trace"]
+__all__ = ["CompiledModel", "ScriptFunction", "ScriptModule", "compile", "TracerWarning", "dump_passes", "freeze", "load", "optimize", "save",
+           "trace"]
 
 
 def trace(func, example_inputs, check_trace: bool = True, check_inputs=None, check_tolerance: float = 1e-5,
@@ -21,7 +23,7 @@ def trace(func, example_inputs, check_trace: bool = True, check_inputs=None, che
     With `check_trace`, the function is traced again on the example inputs (or on each tuple of
     `check_inputs`) and a TracerWarning is emitted when the graphs differ or when the trace's results
     differ from the Python function's; module buffers are restored afterwards. With `strict`, a list
-    or dict output is refused, as PyTorch does (its structure is frozen into the trace)."""
+    or dict in the output gives a TracerWarning (its structure is frozen into the trace)."""
     from .nn.modules.module import Module
     args = _as_args(example_inputs)
     if isinstance(func, ScriptModule | ScriptFunction):
@@ -35,7 +37,7 @@ def trace(func, example_inputs, check_trace: bool = True, check_inputs=None, che
     else:
         raise TypeError(f"trace() expects a function or an nn.Module, got {type(func).__name__}")
     if strict:
-        _check_strict_output(out)
+        _warn_mutable_outputs(out)
     if check_trace:
         module = func if isinstance(func, Module) else None
         _check(func, module, traced, [_as_args(c) for c in check_inputs] if check_inputs else [args],
@@ -47,15 +49,26 @@ def _as_args(example_inputs) -> tuple:
     return example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
 
 
-def _check_strict_output(out) -> None:
-    kind = "list" if isinstance(out, list) else "dict" if isinstance(out, dict) else None
-    if kind is not None:
-        raise RuntimeError(f"Encountering a {kind} at the output of the tracer might cause the trace to be "
-                           f"incorrect, this is only valid if the container structure does not change based on "
-                           f"the module's inputs. Consider using a constant container instead (e.g. for `list`, "
-                           f"use a `tuple` instead. for `dict`, use a `NamedTuple` instead). If you absolutely "
-                           f"need this and know the side effects, pass strict=False to trace() to allow this "
-                           f"behavior.")
+def _warn_mutable_outputs(out) -> None:
+    """Lists and dicts in the output are frozen into the trace like tuples; warn, as PyTorch does for
+    lists (PyTorch refuses dicts outright; our trace handles them as it handles tuples)."""
+    kinds = _container_kinds(out)
+    for kind in ("list", "dict"):
+        if kind in kinds:
+            warnings.warn(TracerWarning(
+                f"Encountering a {kind} at the output of the tracer might cause the trace to be incorrect, this "
+                f"is only valid if the container structure does not change based on the module's inputs. "
+                f"Consider using a constant container instead (e.g. for `list`, use a `tuple` instead. for "
+                f"`dict`, use a `NamedTuple` instead). If you absolutely need this and know the side effects, "
+                f"pass strict=False to trace() to allow this behavior."), stacklevel=3)
+
+
+def _container_kinds(x) -> set:
+    if isinstance(x, dict):
+        return {"dict"}.union(*map(_container_kinds, x.values()))
+    if isinstance(x, (list, tuple)):
+        return ({"list"} if isinstance(x, list) else set()).union(*map(_container_kinds, x))
+    return set()
 
 
 def _check(func, module, traced, checks: list, tolerance: float) -> None:
@@ -148,3 +161,60 @@ def _flat(x) -> list:
     if isinstance(x, dict):
         return [t for v in x.values() for t in _flat(v)]
     return []
+
+
+# -- optimization: freeze, optimize, dump_passes -----------------------------------------------------
+
+def freeze(mod, preserved_attrs=None, optimize_numerics: bool = True) -> ScriptModule:
+    """A new ScriptModule whose graph reads the parameters and buffers of `mod` (in eval mode) as
+    constants, with batch norm folded into the conv/linear before it and the graph optimized.
+    Later changes to `mod`'s parameters do not reach the frozen module."""
+    from .ir.passes.freeze import freeze_graph
+    if not isinstance(mod, ScriptModule):
+        raise RuntimeError("Freezing expects a ScriptModule as input. Please use tscript.jit.script or "
+                           "tscript.jit.trace to script your 'nn.Module'.")
+    if mod.training:
+        raise RuntimeError("Freezing is currently only implemented for modules in eval mode. Please call "
+                           ".eval() on your module before freezing.")
+    graph = freeze_graph(mod.graph.copy(), mod._module)
+    return ScriptModule(mod._module, graph, mod._method_graphs)
+
+
+def optimize(obj, level: int = 2):
+    """A new ScriptModule/ScriptFunction running `obj`'s graph after the pass pipeline at `level`
+    (0: inline only; 1: + constant folding, canonicalization, CSE, DCE, mutation removal, shape
+    propagation; 2: + loop unrolling)."""
+    from .ir.passes.pipeline import run_pipeline
+    graph = run_pipeline(_graph_of(obj, "optimize").copy(), _level(level))
+    return _with_graph(obj, graph)
+
+
+def dump_passes(obj, level: int = 2, passes=None, show: bool = False) -> str:
+    """The IR after every pass of the pipeline that changed `obj`'s graph (only the passes named in
+    `passes`, if given), each headed by the pass name and its time; printed too when `show`."""
+    import io
+    from .ir.passes.pipeline import run_pipeline
+    text = io.StringIO()
+    run_pipeline(_graph_of(obj, "dump_passes").copy(), _level(level), set(passes or ()), text)
+    if show:
+        print(text.getvalue(), end="")
+    return text.getvalue()
+
+
+def _graph_of(obj, what: str):
+    if not isinstance(obj, ScriptModule | ScriptFunction):
+        raise TypeError(f"{what}() expects a ScriptModule or ScriptFunction (from tscript.jit.trace or "
+                        f"tscript.jit.script), got {type(obj).__name__}")
+    return obj.graph
+
+
+def _level(level) -> int:
+    if level not in (0, 1, 2) or isinstance(level, bool):
+        raise ValueError(f"optimization level must be 0, 1 or 2, got {level!r}")
+    return level
+
+
+def _with_graph(obj, graph):
+    if isinstance(obj, ScriptModule):
+        return ScriptModule(obj._module, graph, obj._method_graphs)
+    return ScriptFunction(graph, obj.name)

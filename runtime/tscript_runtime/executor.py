@@ -38,11 +38,16 @@ class ArrayDomain:
 
     array_outputs = True
 
-    def __init__(self, constants: dict | None = None):
+    def __init__(self, constants: dict | None = None, native: dict | None = None):
         self.constants = constants or {}
+        self.native = native or {}  # fusion-group kernel name -> native launcher (kernels.FusedKernel)
 
     def op_runner(self, op):
         return op.kernel
+
+    def native_kernel(self, name: str):
+        """The compiled kernel of a fusion group, or None (then the group's subgraph is interpreted)."""
+        return self.native.get(name)
 
     def is_tensor_ref(self, value) -> bool:
         return isinstance(value, TensorRef)
@@ -56,9 +61,10 @@ class ArrayDomain:
 class Program:
     """A graph compiled for repeated execution in one domain."""
 
-    def __init__(self, graph: dict, domain):
+    def __init__(self, graph: dict, domain, release: bool = True):
         check_graph(graph)
         self.domain = domain
+        self.release = release  # clear each intermediate after its last reader (False: keep all, to measure)
         self.slots: dict[str, int] = {}
         self.fixed: dict[int, object] = {}  # slot -> value known at compile time (constants)
         self.inputs = [self._slot(i["name"]) for i in graph["inputs"]]
@@ -88,8 +94,8 @@ class Program:
     def _compile_block(self, nodes: list, returns: list, params: list) -> list:
         """Steps of one block; values defined in it are cleared after their last read in it."""
         steps = [step for step in map(self._compile_node, nodes) if step is not None]
-        keep = {self.slots[r] for r in returns} | set(self.fixed)
-        _plan_frees(steps, params, keep)
+        if self.release:
+            _plan_frees(steps, params, {self.slots[r] for r in returns} | set(self.fixed))
         return steps
 
     def _compile_node(self, node: dict):

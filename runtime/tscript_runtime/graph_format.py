@@ -55,10 +55,16 @@ def encode_attr(value):
     raise TypeError(f"cannot store attribute value {value!r} in a graph file")
 
 
+class SubgraphDoc(dict):
+    """A graph-valued attribute (a fusion group's subgraph), as a checked graph document."""
+
+
 def decode_attr(data):
     """Inverse of encode_attr; ModelError on anything unexpected (files are untrusted)."""
     if data is None or isinstance(data, (bool, int, float, str)):
         return data
+    if isinstance(data, dict) and set(data) == {"graph"}:
+        return SubgraphDoc(check_graph(data["graph"]))
     if isinstance(data, list):
         return [decode_attr(v) for v in data]
     if isinstance(data, dict) and len(data) == 1:

@@ -29,7 +29,20 @@ def _constant(attrs: dict, domain):
     return lambda: value
 
 
+def _fusion_group(attrs: dict, domain):
+    """A fused elementwise group: the domain's native kernel when it has one, otherwise the group's
+    subgraph run by the same executor (reference kernels, or tensors with autograd)."""
+    native = getattr(domain, "native_kernel", None)
+    kernel = native(attrs["kernel"]) if native is not None and "kernel" in attrs else None
+    if kernel is not None:
+        return kernel
+    from .executor import Program
+    program = Program(attrs["subgraph"], domain)
+    return lambda *xs: program.run(list(xs))[0]
+
+
 PRIMS = {
+    "tscript::FusionGroup": _fusion_group,
     "prim::Constant": _constant,
     "prim::GetAttr": lambda attrs, domain: (lambda obj, name=attrs["name"]: _getattr(obj, name)),
     "prim::ListConstruct": lambda attrs, domain: (lambda *xs: list(xs)),

@@ -1,15 +1,18 @@
 """`tscript.jit.trace` on functions: the trace equals eager (values, shapes, dtypes) on the example
 and on other inputs (another batch size, other scalar arguments), for scalar arguments, nested
 container inputs and outputs, in-place ops, multi-output ops, indexing and sizes read from inputs."""
+import functools
+import warnings
+
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import tscript as ts
-from tests.frontend.tracing_helpers import constant_values, kinds, trace_matches_eager
+from tests.frontend.tracing_helpers import assert_same, constant_values, kinds, trace_matches_eager
 
 
-def randn(*shape):
-    return ts.randn(*shape)
+randn = ts.randn
 
 
 # -- scalar arguments --------------------------------------------------------------------------------
@@ -48,20 +51,30 @@ def test_tuple_output():
     trace_matches_eager(lambda x: (x + 1, (x * 2, x.sum())), (randn(2, 3),), (randn(5, 3),))
 
 
-def test_dict_output_needs_strict_false():
+def test_dict_output():
     def f(x):
         return {"double": x * 2, "sum": x.sum(0)}
 
-    with pytest.raises(RuntimeError, match="Encountering a dict at the output of the tracer"):
-        ts.jit.trace(f, randn(2, 3))
     traced = trace_matches_eager(f, (randn(2, 3),), (randn(4, 3),), strict=False)
     assert kinds(traced.graph)[-1] == "prim::DictConstruct"
 
 
-def test_list_output_needs_strict_false():
-    with pytest.raises(RuntimeError, match="Encountering a list at the output"):
-        ts.jit.trace(lambda x: [x, x + 1], randn(2))
+def test_list_output():
     trace_matches_eager(lambda x: [x, x + 1], (randn(2),), (randn(3),), strict=False)
+
+
+@pytest.mark.parametrize("fn, kind", [
+    (lambda x: {"a": x}, "dict"),
+    (lambda x: (x, {"a": x}), "dict"),
+    (lambda x: [x, x], "list"),
+    (lambda x: (x, [x]), "list"),
+], ids=["dict", "nested-dict", "list", "nested-list"])
+def test_list_and_dict_outputs_warn_unless_strict_is_off(fn, kind):
+    with pytest.warns(ts.jit.TracerWarning, match=f"Encountering a {kind} at the output of the tracer"):
+        ts.jit.trace(fn, randn(2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ts.jit.trace(fn, randn(2), strict=False)
 
 
 def test_nested_dict_list_tuple_inputs():
@@ -180,16 +193,36 @@ def test_view_with_the_batch_size():
     assert "aten::mul.int" in kinds(traced.graph)
 
 
-@pytest.mark.parametrize("fn", [
+SIZE_FUNCTIONS = [
     lambda x: x.sum(0) / x.shape[0],
     lambda x: x.reshape(x.shape[0] * x.shape[1], -1),
     lambda x: x.flatten(1) + ts.arange(x.shape[1] * x.shape[2]),
     lambda x: ts.full((x.size(0), 2), 7.0) * x.numel(),
     lambda x: x.new_zeros(x.shape[0], 1) - x.shape[0] % 3 + x.shape[-1] // 2,
     lambda x: x.expand(2, *x.shape).sum(0),
-], ids=["mean-by-size", "reshape-product", "arange", "full-and-numel", "new_zeros-mod-floordiv", "expand"])
+    lambda x: x.view(x.size(0), -1).softmax(1) * x.shape[2],
+]
+
+
+@pytest.mark.parametrize("fn", SIZE_FUNCTIONS, ids=["mean-by-size", "reshape-product", "arange", "full-and-numel",
+                                                     "new_zeros-mod-floordiv", "expand", "view-softmax"])
 def test_size_arithmetic_generalizes(fn):
     trace_matches_eager(fn, (randn(2, 3, 4),), (randn(5, 3, 4),), (randn(3, 2, 6),))
+
+
+@settings(max_examples=25, deadline=None)
+@given(shape=st.tuples(st.integers(1, 6), st.integers(1, 4), st.integers(1, 5)),
+       index=st.integers(0, len(SIZE_FUNCTIONS) - 1))
+def test_a_trace_made_on_one_shape_matches_eager_on_any_shape(shape, index):
+    fn = SIZE_FUNCTIONS[index]
+    traced = _traced_size_function(index)
+    x = randn(*shape)
+    assert_same(traced(x), fn(x))
+
+
+@functools.cache
+def _traced_size_function(index: int):
+    return ts.jit.trace(SIZE_FUNCTIONS[index], randn(2, 3, 4))
 
 
 def test_random_ops_are_recorded_not_frozen():

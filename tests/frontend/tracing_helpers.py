@@ -1,6 +1,4 @@
 """Shared by the tracing tests: compare a traced function with eager on several inputs."""
-import numpy as np
-
 import tscript as ts
 from tests.conftest import assert_close
 
@@ -58,7 +56,3 @@ def constant_values(graph) -> list:
             v = n.attrs["value"]
             out.append(graph.constants[v.name] if type(v).__name__ == "TensorRef" else v)
     return out
-
-
-def rng(seed=0):
-    return np.random.default_rng(seed)

@@ -494,7 +494,7 @@ def graphs(draw, n_inputs=None, depth=0):
     return g
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.data_too_large])
 @given(graphs())
 def test_random_graphs_roundtrip_and_verify(g):

@@ -12,7 +12,9 @@ import tscript as ts
 import tscript.nn.functional as F
 from tests.conftest import assert_close
 from tscript import nn
+from tscript._dispatch import dispatch
 from tscript.autograd import gradcheck, gradgradcheck
+from tscript_runtime.ops import OPS, TensorMeta
 
 RNG = np.random.default_rng(0)
 REDUCTIONS = ["mean", "sum", "none"]
@@ -392,3 +394,20 @@ def test_binary_errors():
         F.binary_cross_entropy_with_logits(ts.ones(3), ts.ones(3, dtype=ts.int64))
     with pytest.raises(RuntimeError, match="must match the size of tensor"):
         F.binary_cross_entropy_with_logits(ts.ones(3), ts.ones(3), pos_weight=ts.ones(2))
+
+
+def test_binary_cross_entropy_op_rules():
+    op = OPS["aten::binary_cross_entropy"]
+    f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
+    assert op.meta(TensorMeta((2, 3), f32), TensorMeta((2, 3), f32), TensorMeta((3,), f32), 0).shape == (2, 3)
+    assert op.meta(TensorMeta(("n", 3), f64), TensorMeta(("n", 3), f64), None, 1).shape == ()
+    with pytest.raises(RuntimeError, match=r"target size \[3\] must be the same as input size \[2, 3\]"):
+        op.shape(TensorMeta((2, 3), f32), TensorMeta((3,), f32), None, 1)
+    with pytest.raises(RuntimeError, match=r"weight of shape \[2\] does not broadcast to the input shape \[2, 3\]"):
+        op.shape(TensorMeta((2, 3), f32), TensorMeta((2, 3), f32), TensorMeta((2,), f32), 1)
+    with pytest.raises(RuntimeError, match="reduction must be 0 \\(none\\), 1 \\(mean\\) or 2 \\(sum\\), got 3"):
+        op.shape(TensorMeta((2,), f32), TensorMeta((2,), f32), None, 3)
+    with pytest.raises(RuntimeError, match="not implemented for 'Long'"):
+        op.dtype(TensorMeta((2,), np.dtype(np.int64)), TensorMeta((2,), np.dtype(np.int64)), None, 1)
+    with pytest.raises(RuntimeError, match="Found dtype Float but expected Double"):
+        dispatch(op, (ts.tensor([0.5], dtype=ts.float64), ts.tensor([0.5]), None, 1))

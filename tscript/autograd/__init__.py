@@ -7,6 +7,7 @@ from .engine import execute
 from .function import Function, FunctionCtx
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
                         set_grad_enabled)
+from .derivatives import call
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 
@@ -15,7 +16,6 @@ def _as_list(x) -> list:
 
 
 def _root_grads(outputs: list, grads, name: str) -> list:
-    from .._creation import ones_like
     grads = [None] * len(outputs) if grads is None else _as_list(grads)
     if len(grads) != len(outputs):
         raise RuntimeError(f"{name}: got {len(grads)} gradients for {len(outputs)} outputs")
@@ -24,7 +24,7 @@ def _root_grads(outputs: list, grads, name: str) -> list:
         if g is None:
             if o.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            g = ones_like(o)
+            g = call("aten::ones_like", o)
         elif tuple(g.shape) != tuple(o.shape):
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] "
                                f"has a shape of {o.shape}.")

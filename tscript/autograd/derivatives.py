@@ -370,7 +370,7 @@ def _dims(dim, ndim: int) -> tuple:
 
 def _unreduce(grad, shape, dim, keepdim: bool):
     """A reduction's gradient broadcast back over the input's shape."""
-    if not keepdim:
+    if not keepdim and grad.dim():  # (a 0-d gradient of a full reduction expands as it is)
         for d in _dims(dim, len(shape)):
             grad = grad.unsqueeze(d)
     return grad.expand(shape)

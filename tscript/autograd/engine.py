@@ -67,10 +67,15 @@ def _call_hook(hook, grad, exposed: set):
     return out
 
 
+def _has_pre_hooks(node) -> bool:
+    return bool(node.tensor_hooks or node.retained or node.pre_hooks
+                or (node.__class__ is AccumulateGrad and node.variable._hooks))
+
+
 def _pre_hooks(node, grads: list, exposed: set, create_graph: bool) -> list:
     """Tensor hooks, then retain_grad, then the node's pre-hooks (PyTorch's order)."""
     hooks = node.tensor_hooks
-    if node.__class__ is AccumulateGrad and node.variable._hooks:
+    if node.__class__ is AccumulateGrad:
         hooks = {0: node.variable._hooks}
     if hooks:
         for nr, fns in hooks.items():
@@ -128,7 +133,8 @@ def execute(roots, root_grads, retain_graph: bool, create_graph: bool, inputs=No
         while ready:
             node = heapq.heappop(ready)[1]
             grads = buffers.pop(node, None) or [None] * node.n_outputs
-            grads = _pre_hooks(node, grads, exposed, create_graph)
+            if _has_pre_hooks(node):
+                grads = _pre_hooks(node, grads, exposed, create_graph)
             if targets is not None:
                 if node in targets:
                     _deliver(node, grads, targets[node], captured, capture, create_graph, exposed)
@@ -154,7 +160,7 @@ def execute(roots, root_grads, retain_graph: bool, create_graph: bool, inputs=No
 
 def _run(node, grads: list, retain_graph: bool, exposed: set) -> list:
     """The node's input gradients (all None when no gradient reached it)."""
-    if all(g is None for g in grads):
+    if _all_none(grads):
         out = [None] * len(node.next_functions)
     else:
         try:
@@ -162,7 +168,8 @@ def _run(node, grads: list, retain_graph: bool, exposed: set) -> list:
         except Exception:
             anomaly.report(node)
             raise
-        anomaly.check(node, out)
+        if anomaly.state.enabled:
+            anomaly.check(node, out)
     if node.post_hooks:
         exposed.update(id(g._data) for g in out if g is not None)
         for hook in list(node.post_hooks):
@@ -170,6 +177,10 @@ def _run(node, grads: list, retain_graph: bool, exposed: set) -> list:
     if not retain_graph:
         node.release()
     return out
+
+
+def _all_none(grads: list) -> bool:
+    return grads[0] is None if len(grads) == 1 else not any(g is not None for g in grads)
 
 
 def _targets(inputs) -> dict:

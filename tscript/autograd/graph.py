@@ -12,9 +12,6 @@ import weakref
 
 from tscript_runtime.dtypes import TORCH_NAMES
 
-_sequence = itertools.count()
-
-
 class RemovableHandle:
     """Returned by `register_hook`; `remove()` unregisters the hook."""
 
@@ -37,11 +34,12 @@ class Node:
     post_hooks = None     # [hook(grad_inputs, grad_outputs)] from register_hook
     trace = None          # forward stack, kept in anomaly mode
     _metadata = None
+    sequence = itertools.count()  # numbers nodes in creation order
 
     def __init__(self, next_functions=(), n_outputs: int = 1):
         self.next_functions = tuple(next_functions)
         self.n_outputs = n_outputs
-        self.seq = next(_sequence)  # creation order: later nodes run first
+        self.seq = next(Node.sequence)  # creation order: later nodes run first
 
     def name(self) -> str:
         """PyTorch's name of this node's type, e.g. "MulBackward0"."""
@@ -107,7 +105,7 @@ class AccumulateGrad(Node):
 
 def accumulator(tensor) -> AccumulateGrad:
     """The one AccumulateGrad node of a leaf (weakly cached on the tensor, as PyTorch does)."""
-    ref = tensor.__dict__.get("_accumulator")
+    ref = tensor._accumulator
     node = ref() if ref is not None else None
     if node is None:
         node = AccumulateGrad(tensor)
@@ -133,37 +131,33 @@ def short_name(node) -> str:
 
 
 class SavedTensor:
-    """A tensor saved for backward, with the version it had when saved.
+    """A tensor saved for backward, with the version it had when saved."""
+    __slots__ = ("tensor", "version")
 
-    An op's own output is kept as its data and graph position, not as the tensor: the tensor
-    points at the node, which would make a reference cycle (PyTorch does the same)."""
-    __slots__ = ("tensor", "version", "data", "vc", "grad_fn", "output_nr")
-
-    def __init__(self, tensor, is_output: bool = False):
-        self.version = tensor._vc[0]
-        if is_output:
-            self.tensor, self.data, self.vc = None, tensor._data, tensor._vc
-            self.output_nr = tensor._output_nr
-            self.grad_fn = tensor.grad_fn  # weakened by `own` when it is the saving node itself
-        else:
-            self.tensor = tensor
-
-    def own(self, node) -> None:
-        """Mark that `node` (which saved this output) is its grad_fn, without referencing it."""
-        if self.tensor is None and self.grad_fn is node:
-            self.grad_fn = None
+    def __init__(self, tensor):
+        self.tensor, self.version = tensor, tensor._vc[0]
 
     def unpack(self, owner=None):
         """The saved tensor; raises PyTorch's error if it was modified in place since."""
         t = self.tensor
-        if t is None:
-            return self._rebuild(owner)
         if t._vc[0] != self.version:
             where = f", which is output {t._output_nr} of {short_name(t.grad_fn)}," if t.grad_fn else ""
             raise RuntimeError(modified_message(t._data, where, t._vc[0], self.version))
         return t
 
-    def _rebuild(self, owner):
+
+class SavedOutput(SavedTensor):
+    """An op's own output, saved as its data and graph position rather than as the tensor: the
+    tensor points at the node, which would make a reference cycle (PyTorch does the same).
+    `grad_fn` is None when it is the saving node itself (given to `unpack` as `owner`)."""
+    __slots__ = ("data", "vc", "grad_fn", "output_nr")
+
+    def __init__(self, tensor, owner):
+        self.data, self.vc, self.version = tensor._data, tensor._vc, tensor._vc[0]
+        self.grad_fn = None if tensor.grad_fn is owner else tensor.grad_fn
+        self.output_nr = tensor._output_nr
+
+    def unpack(self, owner=None):
         from .._tensor import _make
         grad_fn = self.grad_fn or owner
         if self.vc[0] != self.version:

@@ -1,17 +1,18 @@
 """Recording dispatched ops into the backward graph. `_dispatch.dispatch` calls `run_recorded`
 when grad mode is on and some input requires grad; everything op-specific comes from the
-derivative table (looked up once per op and kept in a `Plan`)."""
+derivative table (looked up once per op and kept in a `Plan`).
+
+This runs for every recorded op, so it is written to be cheap: one pass over the arguments, and
+work (snapshots, saved results) only when the formula will need it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from tscript_runtime.dtypes import is_float
-
 from . import anomaly, views
 from .derivatives import DERIVATIVES, NODE_NAMES, NOT_DIFFERENTIABLE
-from .graph import FREED_MESSAGE, Node, SavedTensor, edge
+from .graph import FREED_MESSAGE, Node, SavedOutput, SavedTensor, edge
 
 
 @dataclass
@@ -22,8 +23,8 @@ class Plan:
     namer: object             # or a rule naming it from the call (NODE_NAMES)
     slots: tuple              # schema positions of the differentiable arguments, in order
     lists: frozenset          # which of those positions are Tensor[] arguments
-    saves: tuple              # (name, kind, position, slots): kind is "arg", "shape" or "result"; saved
-                              # only if one of `slots` (indices into the slots; None: always) needs a grad
+    saves: tuple              # (name, kind, position, slots): kind is "arg" or "shape"; saved only if one
+                              # of `slots` (indices into the flattened slots; None: always) needs a grad
     result_if: tuple | None   # save the result: always (()), never (None), or if one of these slots needs a grad
 
 
@@ -70,10 +71,13 @@ def _save_entry(op, derivative, slots: tuple, name: str) -> tuple:
 
 class OpNode(Node):
     """A recorded op: its derivative formula, saved values, and the metadata to shape gradients."""
-    label = None  # the name, when the plan's rule gives one for this call
+    label = None           # the name, when the plan's rule gives one for this call
+    holds_tensors = False  # something to drop on release
 
-    def __init__(self, plan: Plan, saved: dict, edges, input_metas, output_metas, multi_output: bool = False):
-        super().__init__(edges, len(output_metas))
+    def __init__(self, plan: Plan, saved: dict, edges, input_metas, output_metas, multi_output: bool):
+        self.next_functions = tuple(edges)
+        self.n_outputs = len(output_metas)
+        self.seq = next(Node.sequence)
         self.plan, self.saved = plan, saved
         self.input_metas, self.output_metas = input_metas, output_metas
         self.multi_output = multi_output  # the op returns a tuple/list (perhaps of one tensor, e.g. unbind)
@@ -83,34 +87,43 @@ class OpNode(Node):
 
     def release(self) -> None:
         """Drop saved tensors; other saved values (dims, shapes, scalars) stay, as in PyTorch."""
-        for k, v in self.saved.items():
-            if isinstance(v, SavedTensor):
-                self.saved[k] = _FREED
+        if self.holds_tensors:
+            saved = self.saved
+            for k, v in saved.items():
+                if isinstance(v, SavedTensor):
+                    saved[k] = _FREED
+            self.holds_tensors = False
 
     def __getattr__(self, attr: str):
         """PyTorch's `grad_fn._saved_<name>`: the values the formula reads."""
         if attr.startswith("_saved_") and attr[7:] in self.__dict__.get("saved", ()):
-            return self._unpack(attr[7:])
+            return self._unpack(self.saved[attr[7:]])
         raise AttributeError(f"'{self.name()}' object has no attribute '{attr}'")
 
-    def _unpack(self, name: str):
-        v = self.saved[name]
-        if v is _FREED:
-            raise RuntimeError(FREED_MESSAGE)
+    def _unpack(self, v):
         if isinstance(v, SavedTensor):
             return v.unpack(self)
-        return tuple(s.unpack(self) for s in v) if isinstance(v, tuple) and v and isinstance(v[0], SavedTensor) else v
+        if v is _FREED:
+            raise RuntimeError(FREED_MESSAGE)
+        if isinstance(v, tuple) and v and isinstance(v[0], SavedTensor):
+            return tuple(s.unpack(self) for s in v)
+        return v
 
     def apply(self, grads: list) -> list:
-        values = {k: self._unpack(k) for k in self.saved}
+        values = {k: self._unpack(v) for k, v in self.saved.items()}
+        metas = self.input_metas
         if self.plan.derivative.wants_mask:
-            values["needs_input_grad"] = tuple(m is not None for m in self.input_metas)
+            values["needs_input_grad"] = tuple(m is not None for m in metas)
         if not self.multi_output:
             grad = grads[0]
         else:
             grad = tuple(g if g is not None else _zeros(meta) for g, meta in zip(grads, self.output_metas))
         out = self.plan.derivative.formula(grad, **values)
-        return [_fit(g, meta) for g, meta in zip(_flatten(out, len(self.input_metas)), self.input_metas)]
+        if self.plan.lists or out.__class__ is not tuple:
+            out = _flatten(out, len(metas))
+        assert len(out) == len(metas), f"{self.name()}: {len(out)} gradients for {len(metas)} inputs"
+        return [g if g is None or m is None or (g._data.shape == m[0] and g._data.dtype == m[1]) else _fit(g, m)
+                for g, m in zip(out, metas)]
 
 
 def _flatten(out, n: int) -> list:
@@ -120,7 +133,6 @@ def _flatten(out, n: int) -> list:
     flat = []
     for g in out:
         flat.extend(g) if isinstance(g, (list, tuple)) else flat.append(g)
-    assert len(flat) == n, f"derivative returned {len(flat)} gradients for {n} inputs"
     return flat
 
 
@@ -130,7 +142,8 @@ def _zeros(meta):
 
 
 def _fit(grad, meta):
-    """A gradient summed over broadcast dims and cast to its input's shape and dtype."""
+    """A gradient summed over broadcast dims and cast to its input's shape and dtype (None if the
+    input needs none)."""
     if grad is None or meta is None:
         return None
     shape, dtype = meta
@@ -150,28 +163,29 @@ def sum_to(grad, shape: tuple):
     return grad.view(shape) if lead or tuple(grad.shape) != shape else grad
 
 
-def _slot_tensors(p: Plan, args) -> list:
-    """The tensor (or None) in each differentiable argument slot, Tensor[] arguments flattened."""
-    slots = []
+def _inputs(p: Plan, args) -> tuple:
+    """(tensors, edges, metas) of the differentiable argument slots, Tensor[] arguments flattened;
+    a meta (shape, dtype) is None when that input needs no gradient."""
+    tensors, edges, metas = [], [], []
     for i in p.slots:
         a = args[i]
-        if i in p.lists:
-            slots.extend(a)
-        else:
-            slots.append(a if hasattr(a, "_data") else None)
-    return slots
+        for t in (a if i in p.lists else (a,)):
+            if hasattr(t, "_data"):
+                tensors.append(t)
+                edges.append(edge(t))
+                metas.append((t._data.shape, t._data.dtype) if t._requires_grad else None)
+            else:
+                tensors.append(None)
+                edges.append((None, 0))
+                metas.append(None)
+    return tensors, edges, metas
 
 
-def _meta(t):
-    if t is None or not t._requires_grad:
-        return None
-    return (t._data.shape, t._data.dtype)
-
-
-def _save(p: Plan, args, metas: list, mutates) -> dict:
-    """The values the formula reads, by argument name ("result" is filled in after the kernel).
-    An argument about to be overwritten in place is saved as a copy of its old value."""
-    saved = {}
+def _save(p: Plan, args, metas: list, mutates) -> tuple:
+    """The values the formula reads, by argument name ("result" is filled in after the kernel), and
+    whether a tensor is among them. An argument about to be overwritten in place is saved as a
+    copy of its old value."""
+    saved, holds = {}, False
     for name, kind, i, cond in p.saves:
         a = args[i]
         if kind == "shape":
@@ -179,11 +193,11 @@ def _save(p: Plan, args, metas: list, mutates) -> dict:
         elif cond is not None and all(metas[k] is None for k in cond):
             a = None
         elif hasattr(a, "_data"):
-            a = SavedTensor(_snapshot(a) if i == mutates else a)
+            a, holds = SavedTensor(_snapshot(a) if i == mutates else a), True
         elif isinstance(a, (list, tuple)) and a and hasattr(a[0], "_data"):
             a = list(a)
         saved[name] = a
-    return saved
+    return saved, holds
 
 
 def _check_inplace(target) -> None:
@@ -196,9 +210,7 @@ def run_recorded(op, args, arrays, run, wrap):
     p = plan(op)
     if p is None:
         return wrap(run(arrays))
-    tensors = _slot_tensors(p, args)
-    edges = [edge(t) if t is not None else (None, 0) for t in tensors]
-    metas = [_meta(t) for t in tensors]
+    tensors, edges, metas = _inputs(p, args)
     rebase = target = None
     if op.mutates is not None:
         target = args[op.mutates]
@@ -208,11 +220,12 @@ def run_recorded(op, args, arrays, run, wrap):
             metas[self_slot] = (target._data.shape, target._data.dtype)
         else:
             _check_inplace(target)
-    saved = _save(p, args, metas, op.mutates)
+    saved, holds = _save(p, args, metas, op.mutates)
     result = wrap(run(arrays))
     multi_output = isinstance(result, (tuple, list))
     outputs = result if multi_output else (result,)
     node = OpNode(p, saved, edges, metas, [(o._data.shape, o._data.dtype) for o in outputs], multi_output)
+    node.holds_tensors = holds
     if p.namer is not None:
         node.label = p.namer(args, outputs[0])
     if rebase is not None:
@@ -220,26 +233,27 @@ def run_recorded(op, args, arrays, run, wrap):
     else:
         _connect(outputs, node)
     if p.result_if is not None:
-        wanted = not p.result_if or any(metas[k] is not None for k in p.result_if)
-        saved["result"] = _saved_result(outputs, node) if wanted else None
-    anomaly.remember(node)
+        _save_result(node, outputs, not p.result_if or any(metas[k] is not None for k in p.result_if))
+    if anomaly.state.enabled:
+        anomaly.remember(node)
     return result
 
 
 def _connect(outputs, node) -> None:
     for nr, o in enumerate(outputs):
-        if is_float(o._data.dtype):
+        if o._data.dtype.kind == "f":
             o._requires_grad, o.grad_fn, o._output_nr = True, node, nr
             if o._base is not None:
                 o._view_version = o._vc[0]
 
 
-def _saved_result(outputs, node):
-    if node.multi_output:
-        return tuple(outputs)
-    saved = SavedTensor(outputs[0], is_output=True)
-    saved.own(node)
-    return saved
+def _save_result(node, outputs, wanted: bool) -> None:
+    if not wanted:
+        node.saved["result"] = None
+    elif node.multi_output:
+        node.saved["result"] = tuple(outputs)
+    else:
+        node.saved["result"], node.holds_tensors = SavedOutput(outputs[0], node), True
 
 
 def _snapshot(target):

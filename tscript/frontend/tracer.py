@@ -75,9 +75,8 @@ def type_of(x) -> Type:
 class Recorder:
     """Records dispatched ops into graphs; installed in `_tracing.state` while tracing."""
 
-    def __init__(self, root_module=None):
+    def __init__(self):
         self.frames: list[Frame] = []
-        self.root_module = root_module
         self.method_graphs: dict[int, Graph] = {}  # id(module) -> graph of its first traced call
         self.n_constants = 0
 
@@ -334,7 +333,7 @@ def _output_value(rec: Recorder, x) -> Value:
 
 def record_trace(fn, args: tuple, module=None) -> tuple[Graph, Recorder, object]:
     """Run `fn(*args)` (a module's forward when `module` is given) recording a graph."""
-    rec = Recorder(module)
+    rec = Recorder()
     g = Graph()
     self_value = g.add_input(ModuleType(type(module).__name__), "self") if module is not None else None
     rec.frames.append(Frame(g, module, self_value))

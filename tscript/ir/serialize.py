@@ -1,7 +1,7 @@
 """Graph <-> the JSON document the runtime executes (format in tscript_runtime/graph_format.py)."""
 from __future__ import annotations
 
-from tscript_runtime.graph_format import FORMAT, VERSION, check_graph, decode_attr, encode_attr
+from tscript_runtime.graph_format import FORMAT, VERSION, SubgraphDoc, check_graph, decode_attr, encode_attr
 
 from .graph import Block, Graph
 from .types import parse_type
@@ -21,7 +21,7 @@ def _nodes(block: Block) -> list:
         entry = {"kind": n.kind, "inputs": [v.name for v in n.inputs],
                  "outputs": [{"name": v.name, "type": str(v.type)} for v in n.outputs]}
         if n.attrs:
-            entry["attrs"] = {k: encode_attr(v) for k, v in n.attrs.items()}
+            entry["attrs"] = {k: _encode(v) for k, v in n.attrs.items()}
         if n.blocks:
             entry["blocks"] = [{"params": [{"name": p.name, "type": str(p.type)} for p in b.params],
                                 "nodes": _nodes(b), "returns": [r.name for r in b.returns]} for b in n.blocks]
@@ -31,6 +31,15 @@ def _nodes(block: Block) -> list:
             entry["source"] = n.source
         out.append(entry)
     return out
+
+
+def _encode(value):
+    return {"graph": graph_to_json(value)} if isinstance(value, Graph) else encode_attr(value)
+
+
+def _decode(data):
+    value = decode_attr(data)
+    return graph_from_json(value) if isinstance(value, SubgraphDoc) else value
 
 
 def graph_from_json(data: dict) -> Graph:
@@ -47,7 +56,7 @@ def graph_from_json(data: dict) -> Graph:
 def _fill(block: Block, nodes: list, values: dict) -> None:
     g = block.graph
     for entry in nodes:
-        attrs = {k: decode_attr(v) for k, v in entry.get("attrs", {}).items()}
+        attrs = {k: _decode(v) for k, v in entry.get("attrs", {}).items()}
         node = g.create(entry["kind"], [values[v] for v in entry["inputs"]], len(entry["outputs"]), attrs,
                         [parse_type(o["type"]) for o in entry["outputs"]], [o["name"] for o in entry["outputs"]])
         node.scope, node.source = entry.get("scope", ""), entry.get("source")

@@ -7,7 +7,7 @@ from .. import dtypes as dt
 from ..errors import OpRuntimeError
 from ._cast import as_array
 from .registry import register
-from .rules import broadcast_shapes, check_float, shape_of
+from .rules import check_float, shape_of
 
 REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}  # PyTorch's at::Reduction enum
 
@@ -26,13 +26,17 @@ def _reduce(loss: np.ndarray, reduction: int) -> np.ndarray:
     return loss
 
 
+def _broadcasts_to(small: tuple, shape: tuple) -> bool:
+    return len(small) <= len(shape) and all(s in (1, t) for s, t in zip(reversed(small), reversed(shape)))
+
+
 def _bce_shape(input, target, weight=None, reduction=1):
     _check_reduction("binary_cross_entropy", reduction)
     shape = shape_of(input)
     if shape_of(target) != shape:
         raise OpRuntimeError(f"binary_cross_entropy: target size {list(shape_of(target))} must be the same as "
                              f"input size {list(shape)}")
-    if weight is not None and broadcast_shapes(shape_of(weight), shape) != shape:
+    if weight is not None and not _broadcasts_to(shape_of(weight), shape):
         raise OpRuntimeError(f"binary_cross_entropy: weight of shape {list(shape_of(weight))} does not "
                              f"broadcast to the input shape {list(shape)}")
     return shape if reduction == 0 else ()

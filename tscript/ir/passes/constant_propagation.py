@@ -1,7 +1,9 @@
 """Constant propagation and folding: a pure, deterministic op whose inputs are all constants is run
 once with the op library's kernel and replaced by its result (tensor results become tensor
 constants in `graph.constants`); `prim::If` on a constant condition is replaced by the taken
-block. Guarantee: results equal what the executor would compute; random and effectful ops stay."""
+block. Guarantee: results equal what the executor would compute; random and effectful ops stay,
+and so do ops reading or defining a value that an in-place op writes (the executor shares
+constants between runs, so a written constant would leak from one run into the next)."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,8 +12,8 @@ from tscript_runtime.graph_format import TensorRef
 from tscript_runtime.ops import OPS
 
 from ..graph import Graph, Node, Value, clone_node
-from ..types import type_of_value
-from .effects import is_pure, is_random
+from ..types import tensor_type, type_of_value
+from .effects import is_pure, is_random, mutated_values
 
 MAX_FOLDED_ELEMENTS = 1 << 20  # do not bake huge tensors into the graph
 
@@ -30,18 +32,21 @@ def constant_value(graph: Graph, v: Value):
 def propagate_constants(graph: Graph) -> bool:
     """Fold constants in place; True if anything changed."""
     changed = False
+    mutated = mutated_values(graph)
     for node in list(graph.all_nodes()):
         if node.owner is None:  # removed together with a folded If
             continue
         if node.kind == "prim::If":
             changed |= _fold_if(graph, node)
         elif node.kind in OPS or node.kind == "prim::ListConstruct":
-            changed |= _fold_op(graph, node)
+            changed |= _fold_op(graph, node, mutated)
     return changed
 
 
-def _fold_op(graph: Graph, node: Node) -> bool:
+def _fold_op(graph: Graph, node: Node, mutated: set) -> bool:
     if not is_pure(node) or is_random(node) or len(node.outputs) != 1:
+        return False
+    if any(v in mutated for v in node.inputs + node.outputs):  # a written value is no constant
         return False
     values = []
     for v in node.inputs:
@@ -69,11 +74,18 @@ def _fold_op(graph: Graph, node: Node) -> bool:
     return True
 
 
+def tensor_constant(graph: Graph, value: np.ndarray, name: str | None = None) -> Value:
+    """A prim::Constant node (at the insertion point) for an array stored in `graph.constants`;
+    `name` is the value's name hint."""
+    key = _fresh_constant_name(graph)
+    graph.constants[key] = value
+    return graph.insert("prim::Constant", (), 1, {"value": TensorRef(key)},
+                        [tensor_type(value.dtype, value.shape)], [name]).output
+
+
 def _constant(graph: Graph, value, like: Value) -> Value:
     if isinstance(value, np.ndarray):
-        name = _fresh_constant_name(graph)
-        graph.constants[name] = value
-        return graph.insert("prim::Constant", (), 1, {"value": TensorRef(name)}, [like.type]).output
+        return tensor_constant(graph, value)
     out = graph.constant(value)
     if isinstance(value, list) and not value:
         out.type = like.type

@@ -1,6 +1,7 @@
 """Common-subexpression elimination: a pure node equal to an earlier one (same kind, inputs and
-attributes) in the same or an enclosing block is replaced by it. Nodes reading values that an
-in-place op may change are left alone (mutation-aware). One walk over the graph."""
+attributes) in the same or an enclosing block is replaced by it. Nodes reading or defining values
+that an in-place op may change are left alone (mutation-aware: two `zeros` of which one is written
+stay two). One walk over the graph."""
 from __future__ import annotations
 
 from ..graph import Block, Graph
@@ -32,7 +33,7 @@ def _block(block: Block, scopes: list, mutable: set) -> bool:
     for node in list(block.nodes):
         for b in node.blocks:
             changed |= _block(b, scopes, mutable)
-        if not is_pure(node) or is_random(node) or any(v in mutable for v in node.inputs):
+        if not is_pure(node) or is_random(node) or any(v in mutable for v in node.inputs + node.outputs):
             continue
         key = _key(node)
         earlier = next((s[key] for s in reversed(scopes) if key in s), None)

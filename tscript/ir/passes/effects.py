@@ -2,14 +2,21 @@
 (never from per-op special cases): does it write memory, draw random numbers, raise, or alias."""
 from __future__ import annotations
 
+from typing import Callable
+
 from tscript_runtime.ops import OPS
 
 from ..graph import Graph, Node, Value
+from ..types import ScalarType
 
 _EFFECT_PRIMS = {"prim::RaiseException", "prim::CallMethod", "prim::CallFunction", "prim::Print"}
 _PURE_PRIMS = {"prim::Constant", "prim::GetAttr", "prim::ListConstruct", "prim::TupleConstruct",
                "prim::DictConstruct", "prim::ListUnpack", "prim::TupleUnpack", "prim::TupleIndex",
                "aten::__getitem__", "aten::len", "aten::dim", "prim::dtype", "prim::unchecked_cast"}
+
+
+_CONTAINER_PRIMS = {"prim::ListConstruct", "prim::TupleConstruct", "prim::DictConstruct", "prim::ListUnpack",
+                    "prim::TupleUnpack", "prim::TupleIndex", "aten::__getitem__", "prim::unchecked_cast"}
 
 
 def is_random(node: Node) -> bool:
@@ -56,19 +63,56 @@ def mutated_values(graph: Graph) -> set:
 
 
 def alias_closure(graph: Graph, values: set) -> set:
-    """`values` plus everything that shares memory with them through view ops (both directions)."""
-    parent: dict = {}
+    """`values` plus everything that may share memory with them (see `alias_groups`)."""
+    group = alias_groups(graph)
+    everything = set(graph.inputs)
     for n in graph.all_nodes():
-        src = view_source(n)
-        if src is not None:
-            parent[n.output] = src
-        if writes_memory(n):  # an in-place op returns its input
-            parent[n.output] = n.inputs[OPS[n.kind].mutates]
+        everything.update(n.outputs)
+        for b in n.blocks:
+            everything.update(b.params)
+    wanted = {group(v) for v in values}
+    return {v for v in everything if group(v) in wanted}
 
-    def root(v):
-        while v in parent:
-            v = parent[v]
-        return v
-    roots = {root(v) for v in values}
-    everything = {v for n in graph.all_nodes() for v in n.outputs} | set(graph.inputs)
-    return {v for v in everything if root(v) in roots}
+
+def alias_groups(graph: Graph) -> Callable[[Value], Value]:
+    """A function mapping each value to a representative shared by every value that may share
+    memory with it: through view ops and in-place ops (both directions), lists and tuples holding
+    tensors, and control flow (an If's outputs and its blocks' returns; a Loop's carried inputs,
+    body parameters, body returns and outputs). Union-find: near-linear in the graph size."""
+    parent: dict = {}
+
+    def find(v):
+        root = v
+        while root in parent:
+            root = parent[root]
+        while v is not root:  # path compression
+            parent[v], v = root, parent[v]
+        return root
+
+    for n in graph.all_nodes():
+        for a, b in _alias_pairs(n):
+            ra, rb = find(a), find(b)
+            if ra is not rb:
+                parent[ra] = rb
+    return find
+
+
+def _alias_pairs(node: Node):
+    """Pairs of values that may share memory because of this node."""
+    src = view_source(node)
+    if src is not None:
+        yield node.output, src
+    op = OPS.get(node.kind)
+    if op is not None and op.mutates is not None:  # an in-place op returns its input
+        yield node.output, node.inputs[op.mutates]
+    if node.kind in _CONTAINER_PRIMS:  # a list holds (and hands out) the tensors themselves
+        values = [v for v in node.inputs + node.outputs if not isinstance(v.type, ScalarType)]
+        yield from zip(values, values[1:])
+    elif node.kind == "prim::If":
+        for b in node.blocks:
+            yield from zip(node.outputs, b.returns)
+    elif node.kind == "prim::Loop":
+        (body,) = node.blocks
+        yield from zip(node.inputs[2:], body.params[1:])
+        yield from zip(body.params[1:], body.returns[1:])
+        yield from zip(node.outputs, body.returns[1:])

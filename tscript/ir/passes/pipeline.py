@@ -1,7 +1,13 @@
 """THE pass pipeline, top-down as a list of named stages, and IR logging.
 
 `TSCRIPT_LOG=passes` prints the IR after every pass that changed it (with the pass name and time);
-`TSCRIPT_LOG=passes:cse,dce` limits that to the named passes."""
+`TSCRIPT_LOG=passes:cse,dce` limits that to the named passes.
+
+Order matters: mutation is removed before folding (a written value is no constant), constant
+folding and canonicalization feed each other (a folded size makes a reshape a no-op, a
+canonicalized reshape list makes a constant foldable), unrolling exposes the loop counter as a
+constant, and CSE/DCE clean up after all of them; shapes are propagated last, over the final graph.
+"""
 from __future__ import annotations
 
 import os
@@ -10,19 +16,42 @@ import time
 from typing import Callable
 
 from ..graph import Graph
+from .canonicalize import canonicalize
 from .constant_propagation import propagate_constants
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
+from .fold_batch_norm import fold_batch_norm
 from .inline import inline_calls
+from .remove_mutation import remove_mutation
 from .shape_propagation import propagate_shapes
+from .unroll import unroll_loops
+
+Stage = tuple[str, Callable[[Graph], bool], int]
 
 # (name, pass, lowest optimization level that runs it). A pass returns True when it changed the graph.
-PIPELINE: list[tuple[str, Callable[[Graph], bool], int]] = [
+PIPELINE: list[Stage] = [
     ("inline", inline_calls, 0),
+    ("remove_mutation", remove_mutation, 1),
     ("constant_propagation", propagate_constants, 1),
+    ("canonicalize", canonicalize, 1),
+    ("unroll", unroll_loops, 2),
+    ("constant_propagation", propagate_constants, 1),
+    ("canonicalize", canonicalize, 1),
     ("cse", eliminate_common_subexpressions, 1),
     ("dce", eliminate_dead_code, 1),
     ("shape_propagation", propagate_shapes, 1),
+]
+
+# What `tscript.jit.freeze` runs after inlining and turning attributes into constants.
+FREEZE_PIPELINE: list[Stage] = [
+    ("remove_mutation", remove_mutation, 0),
+    ("constant_propagation", propagate_constants, 0),
+    ("canonicalize", canonicalize, 0),
+    ("constant_propagation", propagate_constants, 0),
+    ("dce", eliminate_dead_code, 0),  # the folded size reads went: conv outputs have one reader
+    ("fold_batch_norm", fold_batch_norm, 0),
+    ("cse", eliminate_common_subexpressions, 0),
+    ("dce", eliminate_dead_code, 0),
 ]
 
 
@@ -37,12 +66,12 @@ def log_filter() -> set | None:
     return None
 
 
-def run_pipeline(graph: Graph, level: int = 2, log=None, stream=None) -> Graph:
-    """Run every stage enabled at `level` on `graph` (in place). `log`: a set of pass names to print
-    after (empty = all), default from TSCRIPT_LOG."""
+def run_stages(graph: Graph, stages: list[Stage], level: int = 2, log=None, stream=None) -> Graph:
+    """Run every stage of `stages` enabled at `level` on `graph` (in place). `log`: a set of pass
+    names to print the IR after (empty = all), default from TSCRIPT_LOG; `stream`: where (stderr)."""
     log = log_filter() if log is None else log
     stream = stream or sys.stderr
-    for name, fn, min_level in PIPELINE:
+    for name, fn, min_level in stages:
         if level < min_level:
             continue
         start = time.perf_counter()
@@ -51,3 +80,9 @@ def run_pipeline(graph: Graph, level: int = 2, log=None, stream=None) -> Graph:
         if log is not None and changed and (not log or name in log):
             stream.write(f"== after {name} ({elapsed * 1e3:.2f} ms) ==\n{graph}\n")
     return graph
+
+
+def run_pipeline(graph: Graph, level: int = 2, log=None, stream=None) -> Graph:
+    """Run `PIPELINE` at optimization `level` (0: inline only; 1: cleanups and folding; 2: + loop
+    unrolling) on `graph` in place; logging as in `run_stages`."""
+    return run_stages(graph, PIPELINE, level, log, stream)

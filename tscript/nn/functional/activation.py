@@ -90,14 +90,18 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     return leaky_relu(input, negative_slope, inplace=True)
 
 
-def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
-    """input where input > threshold, else value."""
+def _threshold(input: Tensor, threshold: float, value: float, inplace: bool) -> Tensor:
     return _apply(input, lambda x: _where(x > threshold, x, value).to(x.dtype), inplace)
 
 
-def threshold_(input: Tensor, threshold_: float, value: float) -> Tensor:
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """input where input > threshold, else value."""
+    return _threshold(input, threshold, value, inplace)
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
     """In-place threshold."""
-    return threshold(input, threshold_, value, inplace=True)
+    return _threshold(input, threshold, value, True)
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:

@@ -298,7 +298,7 @@ def _merge_key_padding(attn_mask, key_padding_mask, bsz: int, num_heads: int, sr
 
 def _attend_with_weights(q, k, v, attn_mask, dropout_p, is_causal, bsz, num_heads, average):
     """Attention that also returns the weights (plain softmax: fully masked rows give nan, as PyTorch)."""
-    heads_bsz, tgt_len, head_dim = q.shape
+    _, tgt_len, head_dim = q.shape
     if is_causal and attn_mask is None:
         raise AttentionAssertionError("FIXME: is_causal not implemented for need_weights")
     scores = (q * math.sqrt(1.0 / float(head_dim))) @ k.transpose(-2, -1)
@@ -314,7 +314,7 @@ def _attend_with_weights(q, k, v, attn_mask, dropout_p, is_causal, bsz, num_head
 
 def _attend_fused(q, k, v, attn_mask, dropout_p, is_causal, bsz, num_heads, average):
     """Attention through scaled_dot_product_attention (need_weights=False): no weights returned."""
-    heads_bsz, tgt_len, head_dim = q.shape
+    _, tgt_len, head_dim = q.shape
     src_len = k.size(1)
     if attn_mask is not None:
         attn_mask = attn_mask.unsqueeze(0) if attn_mask.size(0) == 1 else \

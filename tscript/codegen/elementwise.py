@@ -1,0 +1,220 @@
+"""THE LLVM lowering table of elementwise ops: op name -> a function building the scalar
+expression for one element. Values are computed in the op's compute dtype (PyTorch promotion, from
+the op library's dtype rule) and converted to the node's output dtype.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from llvmlite import ir
+
+from tscript_runtime import dtypes as dt
+
+from .mathlib import F32_FUNCTIONS, FAST, libm
+
+LLVM_TYPES = {dt.float32: ir.FloatType(), dt.float64: ir.DoubleType(), dt.int64: ir.IntType(64),
+              dt.int32: ir.IntType(32), dt.bool_: ir.IntType(1)}
+MEMORY_TYPES = {**LLVM_TYPES, dt.bool_: ir.IntType(8)}  # numpy stores bools as bytes
+
+
+class Emitter:
+    """Typed scalar arithmetic on an IRBuilder (floats and ints alike)."""
+
+    def __init__(self, builder: ir.IRBuilder):
+        self.b = builder
+
+    def const(self, x, dtype):
+        t = LLVM_TYPES[dtype]
+        if dtype == dt.bool_:
+            return ir.Constant(t, int(bool(x)))
+        return ir.Constant(t, float(x) if dt.is_float(dtype) else int(x))
+
+    def cast(self, v, src, dst):
+        """`v` of dtype `src` as `dst` (PyTorch's conversion rules: float->int truncates, x->bool is x != 0)."""
+        if src == dst:
+            return v
+        b, t = self.b, LLVM_TYPES[dst]
+        if dst == dt.bool_:
+            return b.fcmp_unordered("!=", v, self.const(0, src)) if dt.is_float(src) else b.icmp_signed("!=", v, self.const(0, src))
+        if src == dt.bool_:
+            return b.uitofp(v, t) if dt.is_float(dst) else b.zext(v, t)
+        if dt.is_float(src) and dt.is_float(dst):
+            return b.fpext(v, t) if dst == dt.float64 else b.fptrunc(v, t)
+        if dt.is_float(src):
+            return b.fptosi(v, t)
+        if dt.is_float(dst):
+            return b.sitofp(v, t)
+        return b.sext(v, t) if dst == dt.int64 else b.trunc(v, t)
+
+    def arith(self, op: str, x, y, dtype):
+        b = self.b
+        if dt.is_float(dtype):
+            return getattr(b, {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}[op])(x, y, flags=FAST)
+        if dtype == dt.bool_:
+            return {"add": b.or_, "mul": b.and_}[op](x, y)
+        return getattr(b, {"add": "add", "sub": "sub", "mul": "mul"}[op])(x, y)
+
+    def compare(self, op: str, x, y, dtype):
+        sym = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[op]
+        if dt.is_float(dtype):
+            return self.b.fcmp_unordered(sym, x, y) if op == "ne" else self.b.fcmp_ordered(sym, x, y)
+        return self.b.icmp_signed(sym, x, y) if dtype != dt.bool_ else self.b.icmp_unsigned(sym, x, y)
+
+    def intrinsic(self, name: str, *args):
+        t = args[0].type
+        fn = self.b.module.declare_intrinsic(name, [t], ir.FunctionType(t, [t] * len(args)))
+        return self.b.call(fn, list(args))
+
+    def select(self, c, x, y):
+        return self.b.select(c, x, y)
+
+
+def _float_fn(name):
+    def lower(e: Emitter, args, cdt, node):
+        (x,) = args[:1]
+        if cdt == dt.float32 and name in F32_FUNCTIONS:
+            return F32_FUNCTIONS[name](e.b, x)
+        return libm(e.b, name, x)
+    return lower
+
+
+def _intrinsic_fn(name):
+    return lambda e, args, cdt, node: e.intrinsic(name, args[0]) if dt.is_float(cdt) else args[0]
+
+
+def _binary(name):
+    def lower(e: Emitter, args, cdt, node):
+        x, y = args[0], args[1]
+        if name in ("add", "sub") and len(args) > 2:  # alpha
+            y = e.arith("mul", y, args[2], cdt)
+        return e.arith(name, x, y, cdt)
+    return lower
+
+
+def _div(e: Emitter, args, cdt, node):
+    return e.arith("div", args[0], args[1], cdt)
+
+
+def _extremum(name):
+    def lower(e: Emitter, args, cdt, node):
+        x, y = args
+        if dt.is_float(cdt):  # NaN-propagating, as PyTorch's maximum/minimum
+            return e.intrinsic("llvm.maximum" if name == "max" else "llvm.minimum", x, y)
+        cmp = e.b.icmp_signed(">" if name == "max" else "<", x, y)
+        return e.select(cmp, x, y)
+    return lower
+
+
+def _relu(e: Emitter, args, cdt, node):
+    x = args[0]
+    zero = e.const(0, cdt)
+    if dt.is_float(cdt):  # keeps NaN (x > 0 is false for NaN, so pick x when x is not < 0)
+        return e.select(e.b.fcmp_ordered("<", x, zero), zero, x)
+    return e.select(e.b.icmp_signed("<", x, zero), zero, x)
+
+
+def _neg(e, args, cdt, node):
+    return e.b.fneg(args[0]) if dt.is_float(cdt) else e.b.neg(args[0])
+
+
+def _abs(e, args, cdt, node):
+    if dt.is_float(cdt):
+        return e.intrinsic("llvm.fabs", args[0])
+    return e.select(e.b.icmp_signed("<", args[0], e.const(0, cdt)), e.b.neg(args[0]), args[0])
+
+
+def _sqrt(e, args, cdt, node):
+    return e.intrinsic("llvm.sqrt", args[0])
+
+
+def _rsqrt(e, args, cdt, node):
+    return e.b.fdiv(e.const(1, cdt), e.intrinsic("llvm.sqrt", args[0]), flags=FAST)
+
+
+def _reciprocal(e, args, cdt, node):
+    return e.b.fdiv(e.const(1, cdt), args[0], flags=FAST)
+
+
+def _where(e, args, cdt, node):
+    return e.select(args[0], args[1], args[2])
+
+
+def _clamp(e, args, cdt, node):
+    x = args[0]
+    lo, hi = args[1], args[2]
+    if lo is not None:
+        x = _extremum("max")(e, [x, lo], cdt, node)
+    if hi is not None:
+        x = _extremum("min")(e, [x, hi], cdt, node)
+    return x
+
+
+def _compare(name):
+    return lambda e, args, cdt, node: e.compare(name, args[0], args[1], cdt)
+
+
+def _logical(name):
+    def lower(e, args, cdt, node):
+        x, y = (e.cast(a, cdt, dt.bool_) for a in args)
+        return {"and": e.b.and_, "or": e.b.or_, "xor": e.b.xor}[name](x, y)
+    return lower
+
+
+def _to(e, args, cdt, node):
+    return args[0]  # the conversion to the output dtype happens after every op
+
+
+def _pow(e, args, cdt, node):
+    x, y = args
+    if not dt.is_float(cdt):
+        return None
+    return e.b.call(_pow_fn(e, cdt), [x, y])
+
+
+def _pow_fn(e, cdt):
+    name = "pow" if cdt == dt.float64 else "powf"
+    t = LLVM_TYPES[cdt]
+    return e.b.module.globals.get(name) or ir.Function(e.b.module, ir.FunctionType(t, [t, t]), name)
+
+
+@dataclass(frozen=True)
+class Lowering:
+    """How one op becomes scalar code: `fn(emitter, values, compute dtype, node)`; the first
+    `n_values` inputs are values (the rest are attributes such as dtype or rounding mode); the
+    compute dtype rule is "promote" (PyTorch promotion), "float" (ints lift to the default float),
+    "where" (promotion of the two branches) or "self" (the first input's dtype); `accepts(constants)`
+    says whether the attribute inputs have values the lowering handles."""
+    fn: Callable
+    n_values: int
+    compute: str
+    accepts: Callable | None = None
+
+
+def _row(fn, n_values, compute, accepts=None):
+    return Lowering(fn, n_values, compute, accepts)
+
+
+# op name -> Lowering (one row per op)
+LOWERINGS = {
+    "aten::add": (_binary("add"), 3, "promote"), "aten::sub": (_binary("sub"), 3, "promote"),
+    "aten::mul": (_binary("mul"), 2, "promote"), "aten::div": (_div, 2, "float", lambda c: c[2] is None),
+    "aten::maximum": (_extremum("max"), 2, "promote"), "aten::minimum": (_extremum("min"), 2, "promote"),
+    "aten::neg": (_neg, 1, "promote"), "aten::abs": (_abs, 1, "promote"), "aten::relu": (_relu, 1, "promote"),
+    "aten::exp": (_float_fn("exp"), 1, "float"), "aten::log": (_float_fn("log"), 1, "float"),
+    "aten::tanh": (_float_fn("tanh"), 1, "float"), "aten::sigmoid": (_float_fn("sigmoid"), 1, "float"),
+    "aten::erf": (_float_fn("erf"), 1, "float"), "aten::sqrt": (_sqrt, 1, "float"),
+    "aten::rsqrt": (_rsqrt, 1, "float"), "aten::reciprocal": (_reciprocal, 1, "float"),
+    "aten::sin": (_float_fn("sin"), 1, "float"), "aten::cos": (_float_fn("cos"), 1, "float"),
+    "aten::floor": (_intrinsic_fn("llvm.floor"), 1, "promote"), "aten::ceil": (_intrinsic_fn("llvm.ceil"), 1, "promote"),
+    "aten::trunc": (_intrinsic_fn("llvm.trunc"), 1, "promote"),
+    "aten::round": (_intrinsic_fn("llvm.roundeven"), 1, "promote"),
+    "aten::where": (_where, 3, "where"), "aten::clamp": (_clamp, 3, "promote"),
+    "aten::eq": (_compare("eq"), 2, "promote"), "aten::ne": (_compare("ne"), 2, "promote"),
+    "aten::lt": (_compare("lt"), 2, "promote"), "aten::le": (_compare("le"), 2, "promote"),
+    "aten::gt": (_compare("gt"), 2, "promote"), "aten::ge": (_compare("ge"), 2, "promote"),
+    "aten::logical_and": (_logical("and"), 2, "promote"), "aten::logical_or": (_logical("or"), 2, "promote"),
+    "aten::logical_xor": (_logical("xor"), 2, "promote"), "aten::to": (_to, 1, "self", lambda c: not c[2]),
+    "aten::pow": (_pow, 2, "promote", lambda c: True),
+}
+LOWERINGS = {k: _row(*v) for k, v in LOWERINGS.items()}

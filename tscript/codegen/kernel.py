@@ -1,0 +1,146 @@
+"""One LLVM function per fusion group: a loop nest over the group's output (rank R), reading each
+input through its own strides (broadcast = stride 0), so one kernel serves every shape.
+
+ABI: `void k(i64* sizes, i8** ptrs, i64* strides, double* scalars)` — `sizes[R]`; `ptrs` holds the
+outputs then the tensor inputs; `strides[ptr * R + d]` in elements; `scalars` the scalar inputs.
+The innermost loop is a canonical counted loop (guarded, `nuw nsw` increment, inbounds GEPs) that
+LLVM vectorizes, versioning on unit stride.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from tscript_runtime import dtypes as dt
+from tscript_runtime.ops import TensorMeta
+
+from ..ir.graph import Graph, Value
+from ..ir.types import TensorType
+from .elementwise import LLVM_TYPES, LOWERINGS, MEMORY_TYPES, Emitter
+
+I64, I8P, F64 = ir.IntType(64), ir.IntType(8).as_pointer(), ir.DoubleType()
+
+
+@dataclass
+class KernelSpec:
+    """What the launcher needs to call a generated kernel."""
+    name: str
+    rank: int
+    out_dtypes: list            # numpy dtypes of the outputs
+    inputs: list                # per subgraph input: "tensor" or "scalar"
+
+
+def _dtype_of(v: Value):
+    t = v.type
+    if isinstance(t, TensorType):
+        return t.dtype
+    return {"int": dt.int64, "float": dt.float64, "bool": dt.bool_}[t.name]
+
+
+def _representative(graph_value: Value, constants: dict):
+    """What a value looks like to the promotion rule (TensorMeta for tensors, Python values for scalars)."""
+    if graph_value in constants:
+        return constants[graph_value]
+    t = graph_value.type
+    if isinstance(t, TensorType):
+        return TensorMeta((1,) * (t.rank or 0), t.dtype)
+    return {"int": 0, "float": 0.0, "bool": False}[t.name]
+
+
+def compute_dtype(rule: str, values: list):
+    reps = [v for v in values if v is not None]
+    if rule == "self":
+        return reps[0].dtype
+    if rule == "where":
+        reps = reps[1:3]
+    out = dt.result_type(*reps)
+    return dt.float_result(out) if rule == "float" else out
+
+
+def build_kernel(graph: Graph, name: str, module: ir.Module) -> KernelSpec:
+    """Generate the kernel of a fusion group's subgraph as function `name` in `module`."""
+    outs = graph.outputs
+    rank = outs[0].type.rank
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), I8P.as_pointer(),
+                                                              I64.as_pointer(), F64.as_pointer()]), name)
+    for a in fn.args:
+        a.add_attribute("noalias")
+    sizes_p, ptrs_p, strides_p, scalars_p = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    tensor_inputs = [v for v in graph.inputs if isinstance(v.type, TensorType)]
+    arrays = list(outs) + tensor_inputs
+    sizes = [b.load(b.gep(sizes_p, [I64(d)])) for d in range(rank)]
+    bases, strides = [], []
+    for k, v in enumerate(arrays):
+        raw = b.load(b.gep(ptrs_p, [I64(k)]))
+        bases.append(b.bitcast(raw, MEMORY_TYPES[_dtype_of(v)].as_pointer()))
+        strides.append([b.load(b.gep(strides_p, [I64(k * rank + d)])) for d in range(rank)])
+    scalars = {}
+    for j, v in enumerate(v for v in graph.inputs if not isinstance(v.type, TensorType)):
+        x = b.load(b.gep(scalars_p, [I64(j)]))
+        scalars[v] = Emitter(b).cast(x, dt.float64, _dtype_of(v))
+    spec = KernelSpec(name, rank, [o.type.dtype for o in outs],
+                      ["tensor" if isinstance(v.type, TensorType) else "scalar" for v in graph.inputs])
+    offsets = [I64(0)] * len(arrays)
+    _loops(b, fn, graph, 0, rank, sizes, bases, strides, offsets, scalars, arrays)
+    b.ret_void()
+    return spec
+
+
+def _loops(b, fn, graph, d, rank, sizes, bases, strides, offsets, scalars, arrays):
+    """Emit loop `d` (the innermost one computes the elements); `offsets` are per-array element offsets."""
+    if d == rank:
+        _body(b, graph, bases, offsets, scalars, arrays)
+        return
+    header = b.block
+    loop, done = fn.append_basic_block(f"loop{d}"), fn.append_basic_block(f"done{d}")
+    b.cbranch(b.icmp_signed(">", sizes[d], I64(0)), loop, done)
+    b.position_at_end(loop)
+    i = b.phi(I64, name=f"i{d}")
+    i.add_incoming(I64(0), header)
+    inner = [b.add(off, b.mul(i, st[d])) for off, st in zip(offsets, strides)]
+    _loops(b, fn, graph, d + 1, rank, sizes, bases, strides, inner, scalars, arrays)
+    nxt = b.add(i, I64(1), flags=["nuw", "nsw"])
+    i.add_incoming(nxt, b.block)
+    b.cbranch(b.icmp_signed("<", nxt, sizes[d]), loop, done)
+    b.position_at_end(done)
+
+
+def _body(b, graph: Graph, bases, offsets, scalars, arrays):
+    e = Emitter(b)
+    n_out = len(graph.outputs)
+    values: dict = dict(scalars)
+    for k, v in enumerate(arrays[n_out:], start=n_out):
+        x = b.load(b.gep(bases[k], [offsets[k]], inbounds=True))
+        values[v] = b.trunc(x, LLVM_TYPES[dt.bool_]) if v.type.dtype == dt.bool_ else x
+    constants = {}
+    for node in graph.nodes:
+        if node.kind == "prim::Constant":
+            constants[node.output] = node.attrs.get("value")
+            continue
+        values[node.output] = _lower_node(e, node, values, constants)
+    for k, out in enumerate(graph.outputs):
+        x = values[out] if out in values else e.const(constants[out], out.type.dtype)
+        if out.type.dtype == dt.bool_:
+            x = b.zext(x, MEMORY_TYPES[dt.bool_])
+        b.store(x, b.gep(bases[k], [offsets[k]], inbounds=True))
+
+
+def _lower_node(e: Emitter, node, values: dict, constants: dict):
+    low = LOWERINGS[node.kind]
+    ins = node.inputs[:low.n_values]
+    reps = [_representative(v, constants) if not (v in constants and constants[v] is None) else None for v in ins]
+    cdt = compute_dtype(low.compute, reps)
+    args = []
+    for v, rep in zip(ins, reps):
+        if rep is None:
+            args.append(None)
+        elif v in constants:
+            args.append(e.const(constants[v], cdt))
+        else:
+            args.append(e.cast(values[v], _dtype_of(v), cdt if not (low.compute == "where" and v is ins[0])
+                               else dt.bool_))
+    result = low.fn(e, args, cdt, node)
+    result_dtype = dt.bool_ if result.type == LLVM_TYPES[dt.bool_] else cdt
+    return e.cast(result, result_dtype, node.output.type.dtype)

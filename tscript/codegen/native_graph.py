@@ -1,0 +1,47 @@
+"""From an optimized graph to native code: one kernel per fusion group, all in one LLVM module
+(the `<entry>.ll` of a saved model), compiled for the host (cached on disk) and linked."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llvmlite import ir
+
+from tscript_runtime import native
+from tscript_runtime.kernels import FusedKernel
+
+from ..ir.graph import Graph
+from ..ir.passes.fuse import GROUP
+from .kernel import KernelSpec, build_kernel
+
+
+@dataclass
+class NativeCode:
+    """The LLVM IR of a graph's kernels, their launch specs, and (once linked) the launchers."""
+    ll: str
+    specs: dict[str, KernelSpec]
+    launchers: dict = field(default_factory=dict)
+    library: object = None
+
+    def link(self, obj: bytes | None = None) -> "NativeCode":
+        """Load object code (compiled now, or from the cache, unless given) and make launchers."""
+        if not self.specs:
+            return self
+        obj = obj if obj is not None else native.compile_cached(self.ll)
+        self.library = native.NativeLibrary(obj, list(self.specs), native.declared_externals(self.ll))
+        self.launchers = {name: FusedKernel(self.library.address(name), s.rank, s.inputs, s.out_dtypes)
+                          for name, s in self.specs.items()}
+        return self
+
+
+def generate(graph: Graph, prefix: str = "k") -> NativeCode:
+    """Kernels for every fusion group of `graph`; each group gets a `kernel` attribute naming its function."""
+    module = ir.Module(prefix)
+    h = native.host()
+    module.triple = h["triple"]
+    specs = {}
+    for node in graph.all_nodes():
+        if node.kind == GROUP:
+            name = f"{prefix}_fusion_{len(specs)}"
+            specs[name] = build_kernel(node.attrs["subgraph"], name, module)
+            node.attrs["kernel"] = name
+    return NativeCode(str(module), specs)
