@@ -1,12 +1,75 @@
-"""The `tscript` command (also `python -m tscript`)."""
+"""The `tscript` command (also `python -m tscript`): demo, trace, ir."""
+from __future__ import annotations
+
 import argparse
+import importlib
+import importlib.util
+import os
 import sys
 
 
 def _demo(args) -> int:
-    """The main job, end to end. Until compilation exists it is an eager tour of the library."""
     from . import demo
-    demo.run(seed=args.seed)
+    demo.run(seed=args.seed, steps=args.steps)
+    return 0
+
+
+def _load_target(spec: str):
+    """`path/to/file.py:NAME` or `package.module:NAME` -> the object (called if it is a factory)."""
+    target, _, attr = spec.partition(":")
+    if not attr:
+        raise SystemExit(f"tscript: expected MODULE:ATTR, got {spec!r}")
+    if target.endswith(".py") or os.path.sep in target:
+        if not os.path.exists(target):
+            raise SystemExit(f"tscript: no such file: {target}")
+        module_spec = importlib.util.spec_from_file_location("_tscript_user_model", target)
+        module = importlib.util.module_from_spec(module_spec)
+        module_spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(target)
+    if not hasattr(module, attr):
+        raise SystemExit(f"tscript: {target} has no attribute {attr!r}")
+    obj = getattr(module, attr)
+    from .nn import Module
+    if isinstance(obj, type) and issubclass(obj, Module) or (callable(obj) and not isinstance(obj, Module)
+                                                                and getattr(obj, "__name__", "") != "forward"
+                                                                and _is_factory(obj)):
+        obj = obj()
+    return obj
+
+
+def _is_factory(obj) -> bool:
+    import inspect
+    try:
+        return all(p.default is not p.empty for p in inspect.signature(obj).parameters.values())
+    except (TypeError, ValueError):
+        return False
+
+
+def _trace(args) -> int:
+    import tscript as ts
+    obj = _load_target(args.target)
+    if hasattr(obj, "eval"):
+        obj.eval()
+    shapes = [tuple(int(s) for s in shape.split(",")) for shape in args.input_shape]
+    inputs = tuple(ts.randn(*shape, dtype=getattr(ts, args.dtype)) for shape in shapes)
+    with ts.no_grad():
+        scripted = ts.jit.script(obj) if args.script else ts.jit.trace(obj, inputs)
+        result = ts.jit.compile(scripted, inputs, dynamic={0: [0]}) if args.compile else scripted
+    ts.jit.save(result, args.output)
+    print(f"saved {args.output} ({os.path.getsize(args.output) / 1024:.1f} KiB)")
+    return 0
+
+
+def _ir(args) -> int:
+    import tscript_runtime
+    model = tscript_runtime.load(args.model)
+    text = model.ir(args.entry)
+    if args.format == "dot":
+        from .ir.dot import to_dot
+        from .ir.parser import parse_ir
+        text = to_dot(parse_ir(text))
+    print(text, end="" if text.endswith("\n") else "\n")
     return 0
 
 
@@ -16,7 +79,23 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo = sub.add_parser("demo", help="run the built-in end-to-end demo")
     demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    demo.add_argument("--steps", type=int, default=30, help="eager training steps (default 30)")
     demo.set_defaults(func=_demo)
+    trace = sub.add_parser("trace", help="trace (or script) a model and save it as .tsm")
+    trace.add_argument("target", help="MODULE:ATTR — a module instance, an nn.Module class or a factory")
+    trace.add_argument("--input-shape", action="append", required=True, help="e.g. 8,784 (repeat per input)")
+    trace.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    trace.add_argument("-o", "--output", required=True, help="output .tsm path")
+    trace.add_argument("--script", action="store_true", help="script the source instead of tracing")
+    trace.add_argument("--compile", action="store_true", help="also generate native code")
+    trace.add_argument("--backward", action="store_true", help="also save a backward entry point")
+    trace.set_defaults(func=_trace)
+    ir = sub.add_parser("ir", help="print the IR stored in a .tsm file")
+    ir.add_argument("model")
+    ir.add_argument("--entry", default="forward")
+    ir.add_argument("--format", default="text", choices=["text", "dot"])
+    ir.add_argument("--after-each-pass", action="store_true", help="(with a model source) log every pass")
+    ir.set_defaults(func=_ir)
     return parser
 
 
@@ -26,7 +105,11 @@ def main(argv=None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
-    return args.func(args)
+    try:
+        return args.func(args)
+    except (RuntimeError, ValueError, TypeError, OSError) as e:
+        print(f"tscript {args.command}: error: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -156,8 +156,11 @@ def _transpose(ctx, node):
     dims = [ctx.constant(v) for v in node.inputs[1:] + inner.inputs[1:]]
     if not all(ok and isinstance(d, int) for ok, d in dims):
         return None
-    d = [d for _, d in dims]
-    return inner.inputs[0] if {d[0], d[1]} == {d[2], d[3]} else None
+    x, d = inner.inputs[0], [d for _, d in dims]
+    rank = x.type.rank if isinstance(x.type, TensorType) else None
+    if rank:  # -1 and rank - 1 name the same dim
+        d = [k % rank if -rank <= k < rank else k for k in d]
+    return x if {d[0], d[1]} == {d[2], d[3]} else None
 
 
 def _t(ctx, node):
@@ -245,17 +248,25 @@ def _to(ctx, node):
     (ok_d, target), (ok_c, copies) = ctx.constant(dtype), ctx.constant(copy)
     if not ok_d or not ok_c:
         return None
+    collapsed = _collapse_cast_chain(ctx, node, target)
+    x = node.inputs[0]
     source = x.type.dtype if isinstance(x.type, TensorType) else None
     if not copies and (target is None or (source is not None and np.dtype(target) == source)):
         return x
-    inner = _producer(x, "aten::to")
-    if inner is not None and target is not None:
-        (ok_mid, mid), origin = ctx.constant(inner.inputs[1]), inner.inputs[0]
-        origin_dtype = origin.type.dtype if isinstance(origin.type, TensorType) else None
-        if ok_mid and mid is not None and origin_dtype is not None and lossless(origin_dtype, np.dtype(mid)):
-            node.set_input(0, origin)  # to(to(x, wider), d) == to(x, d)
-            return node.output
-    return None
+    return node.output if collapsed else None
+
+
+def _collapse_cast_chain(ctx, node, target) -> bool:
+    """to(to(x, wider), d) reads x directly: the first cast lost nothing."""
+    inner = _producer(node.inputs[0], "aten::to")
+    if inner is None or target is None:
+        return False
+    (ok_mid, mid), origin = ctx.constant(inner.inputs[1]), inner.inputs[0]
+    origin_dtype = origin.type.dtype if isinstance(origin.type, TensorType) else None
+    if not ok_mid or mid is None or origin_dtype is None or not lossless(origin_dtype, np.dtype(mid)):
+        return False
+    node.set_input(0, origin)
+    return True
 
 
 def lossless(src: np.dtype, dst: np.dtype) -> bool:
