@@ -19,8 +19,9 @@ class _Plan:
 class FusedKernel:
     """A compiled fusion group: call it with the group's inputs (arrays and Python scalars)."""
 
-    def __init__(self, address: int, rank: int, inputs: list, out_dtypes: list):
+    def __init__(self, address: int, rank: int, inputs: list, out_dtypes: list, out_row: bool = False):
         self.fn = _SIG(address)
+        self.out_row = out_row  # row kernels may output one value per row (last dim of size 1)
         self.rank, self.kinds = rank, inputs
         self.out_dtypes = [np.dtype(d) for d in out_dtypes]
         self.n_scalars = sum(k == "scalar" for k in inputs)
@@ -50,15 +51,16 @@ class FusedKernel:
                                  f"{[list(a.shape) for a in tensors]}")
         shape = (1,) * (r - len(shape)) + tuple(shape)
         plan = _Plan()
-        plan.out_shape = shape[len(shape) - r:] if r else ()
+        iteration = tuple(shape[len(shape) - r:]) if r else ()
+        plan.out_shape = iteration[:-1] + (1,) if self.out_row and r else iteration
         arrays_strides = []
         for dtype in self.out_dtypes:  # outputs are fresh C-contiguous arrays
             arrays_strides.append(_strides(plan.out_shape, np.empty(plan.out_shape, dtype).strides,
-                                           dtype.itemsize, plan.out_shape))
+                                           dtype.itemsize, iteration))
         for a in tensors:
-            arrays_strides.append(_strides(a.shape, a.strides, a.itemsize, plan.out_shape))
+            arrays_strides.append(_strides(a.shape, a.strides, a.itemsize, iteration))
         n = len(arrays_strides)
-        plan.sizes = (ctypes.c_int64 * max(r, 1))(*plan.out_shape)
+        plan.sizes = (ctypes.c_int64 * max(r, 1))(*iteration)
         plan.strides = (ctypes.c_int64 * max(n * r, 1))(*[s for st in arrays_strides for s in st])
         plan.ptrs = (ctypes.c_void_p * n)()
         plan.scalars = (ctypes.c_double * max(self.n_scalars, 1))()

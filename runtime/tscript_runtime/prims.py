@@ -43,6 +43,7 @@ def _fusion_group(attrs: dict, domain):
 
 PRIMS = {
     "tscript::FusionGroup": _fusion_group,
+    "tscript::RowGroup": _fusion_group,
     "prim::Constant": _constant,
     "prim::GetAttr": lambda attrs, domain: (lambda obj, name=attrs["name"]: _getattr(obj, name)),
     "prim::ListConstruct": lambda attrs, domain: (lambda *xs: list(xs)),

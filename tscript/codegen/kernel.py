@@ -29,6 +29,7 @@ class KernelSpec:
     rank: int
     out_dtypes: list            # numpy dtypes of the outputs
     inputs: list                # per subgraph input: "tensor" or "scalar"
+    out_row: bool = False       # row kernels: one output value per row
 
 
 def _dtype_of(v: Value):

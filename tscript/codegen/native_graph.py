@@ -10,8 +10,9 @@ from tscript_runtime import native
 from tscript_runtime.kernels import FusedKernel
 
 from ..ir.graph import Graph
-from ..ir.passes.fuse import GROUP
+from ..ir.passes.fuse import GROUP, ROW_GROUP
 from .kernel import KernelSpec, build_kernel
+from .row_kernel import build_row_kernel, is_row_scalar
 
 
 @dataclass
@@ -28,8 +29,8 @@ class NativeCode:
             return self
         obj = obj if obj is not None else native.compile_cached(self.ll)
         self.library = native.NativeLibrary(obj, list(self.specs), native.declared_externals(self.ll))
-        self.launchers = {name: FusedKernel(self.library.address(name), s.rank, s.inputs, s.out_dtypes)
-                          for name, s in self.specs.items()}
+        self.launchers = {name: FusedKernel(self.library.address(name), s.rank, s.inputs, s.out_dtypes,
+                                            s.out_row) for name, s in self.specs.items()}
         return self
 
 
@@ -40,8 +41,13 @@ def generate(graph: Graph, prefix: str = "k") -> NativeCode:
     module.triple = h["triple"]
     specs = {}
     for node in graph.all_nodes():
-        if node.kind == GROUP:
+        if node.kind in (GROUP, ROW_GROUP):
             name = f"{prefix}_fusion_{len(specs)}"
-            specs[name] = build_kernel(node.attrs["subgraph"], name, module)
+            sub = node.attrs["subgraph"]
+            if node.kind == GROUP:
+                specs[name] = build_kernel(sub, name, module)
+            else:
+                specs[name] = build_row_kernel(sub, name, module)
+                specs[name].out_row = is_row_scalar(sub.outputs[0], specs[name].rank)
             node.attrs["kernel"] = name
     return NativeCode(str(module), specs)

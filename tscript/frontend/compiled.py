@@ -8,9 +8,10 @@ from tscript_runtime.executor import ArrayDomain, Program
 from .._tensor import Tensor
 from ..ir.graph import Graph
 from ..ir.passes.dce import eliminate_dead_code
-from ..ir.passes.fuse import fuse
+from ..ir.passes.constant_propagation import propagate_constants
+from ..ir.passes.fuse import fuse, fuse_rows
 from ..ir.passes.pipeline import run_pipeline
-from ..ir.passes.shape_propagation import mark_dynamic, propagate_shapes
+from ..ir.passes.shape_propagation import fold_static_sizes, mark_dynamic, propagate_shapes
 from ..ir.serialize import graph_to_json
 from ..ir.types import TensorType
 from .modules import ScriptFunction, ScriptModule, _attr_tree, to_arrays, to_tensors
@@ -22,6 +23,10 @@ def optimize_for_codegen(graph: Graph, dynamic: dict | None) -> Graph:
         mark_dynamic(graph, dynamic)
     run_pipeline(graph, level=2)
     propagate_shapes(graph)
+    if fold_static_sizes(graph):
+        propagate_constants(graph)
+        propagate_shapes(graph)
+    fuse_rows(graph)
     fuse(graph)
     eliminate_dead_code(graph)
     return graph

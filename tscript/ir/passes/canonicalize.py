@@ -192,8 +192,9 @@ def _reshape(ctx, node):
     ok, target = ctx.constant(shape)
     if ok and isinstance(target, list) and _static_shape(x) == tuple(target):
         return x
-    if node.kind == "aten::reshape" and _producer(x, "aten::reshape") is not None:
-        node.set_input(0, x.node.inputs[0])  # reshape(reshape(x, a), b) == reshape(x, b)
+    inner = _producer(x, "aten::reshape") if node.kind == "aten::reshape" else None
+    if inner is not None and ctx.may_alias_fresh(inner.inputs[0], node.output):
+        node.set_input(0, inner.inputs[0])  # reshape(reshape(x, a), b) == reshape(x, b)
         return node.output
     return _infer_missing_size(ctx, node)
 
@@ -263,7 +264,8 @@ def _collapse_cast_chain(ctx, node, target) -> bool:
         return False
     (ok_mid, mid), origin = ctx.constant(inner.inputs[1]), inner.inputs[0]
     origin_dtype = origin.type.dtype if isinstance(origin.type, TensorType) else None
-    if not ok_mid or mid is None or origin_dtype is None or not lossless(origin_dtype, np.dtype(mid)):
+    if not ok_mid or mid is None or origin_dtype is None or not lossless(origin_dtype, np.dtype(mid)) or \
+            not ctx.may_alias_fresh(origin, node.output):  # the result may now be `origin` itself
         return False
     node.set_input(0, origin)
     return True

@@ -122,3 +122,148 @@ def _make_group(graph: Graph, anchor: Node, members: list[Node]) -> Node:
     for n in reversed(members):
         n.destroy()
     return group
+
+
+# -- row groups: elementwise ops plus reductions over the last dim (one kernel per group) ----------
+
+ROW_GROUP = "tscript::RowGroup"
+_REDUCE_KINDS = {"aten::sum", "aten::mean", "aten::amax", "aten::amin", "aten::var"}
+_ROW_COMPOSITES = {"aten::softmax", "aten::log_softmax"}  # decomposed into row reductions in the group
+
+
+def _const_arg(graph: Graph, node: Node, i: int):
+    ok, value = constant_value(graph, node.inputs[i])
+    return value if ok else _NOT_CONSTANT
+
+
+def _last_dim(value, rank: int) -> bool:
+    dims = value if isinstance(value, (list, tuple)) else [value]
+    return len(dims) == 1 and isinstance(dims[0], int) and dims[0] in (-1, rank - 1)
+
+
+def _row_role(graph: Graph, node: Node, shape: tuple, mutable: set) -> str | None:
+    """"full", "row" (a per-row scalar) or None: how `node` can take part in a row group over `shape`."""
+    if len(node.outputs) != 1 or not _known_tensor(node.output) or any(v in mutable for v in node.inputs):
+        return None
+    out = tuple(node.output.type.shape)
+    row_shape = tuple(shape[:-1]) + (1,)
+    if node.kind in _REDUCE_KINDS:
+        src = node.inputs[0]
+        keep = _const_arg(graph, node, 2 if node.kind != "aten::var" else 3)
+        dtype_ok = node.kind in ("aten::amax", "aten::amin", "aten::var") or _const_arg(graph, node, 3) is None
+        if (_known_tensor(src) and tuple(src.type.shape) == shape and keep is True and dtype_ok
+                and _last_dim(_const_arg(graph, node, 1), len(shape)) and out == row_shape
+                and node.output.type.dtype.kind == "f"):
+            return "row"
+        return None
+    if node.kind in _ROW_COMPOSITES:
+        ok = (out == shape and _last_dim(_const_arg(graph, node, 1), len(shape)) and _const_arg(graph, node, 2) is None
+              and node.output.type.dtype.kind == "f")
+        return "full" if ok else None
+    if fusible(graph, node, mutable) and out in (shape, row_shape):
+        return "full" if out == shape else "row"
+    return None
+
+
+def fuse_rows(graph: Graph) -> bool:
+    """Form row groups (at least one reduction or softmax inside); True if any was made."""
+    mutable = mutated_values(graph)
+    changed = False
+    for block in _blocks(graph.block):
+        grouped: set = set()
+        for node in list(block.reversed_nodes()):
+            if node in grouped or node.owner is None:
+                continue
+            shape = _row_shape(node)
+            if shape is None or _row_role(graph, node, shape, mutable) is None:
+                continue
+            members = _grow_rows(graph, node, block, shape, mutable, grouped)
+            if any(m.kind in _REDUCE_KINDS | _ROW_COMPOSITES for m in members):
+                _make_row_group(graph, node, members)
+                changed = True
+    return changed
+
+
+def _blocks(block: Block):
+    yield block
+    for n in block.nodes:
+        for b in n.blocks:
+            yield from _blocks(b)
+
+
+def _row_shape(node: Node):
+    """The full row-iteration shape a group anchored at `node` works over."""
+    if node.kind in _REDUCE_KINDS:
+        src = node.inputs[0]
+        return tuple(src.type.shape) if _known_tensor(src) and src.type.rank else None
+    if _known_tensor(node.output) and node.output.type.rank:
+        return tuple(node.output.type.shape)
+    return None
+
+
+def _grow_rows(graph, anchor, block, shape, mutable, grouped) -> list[Node]:
+    members = {anchor}
+    work = list(anchor.inputs)
+    while work:
+        v = work.pop()
+        p = v.node
+        if p is None or p in members or p in grouped or p.owner is not block or p.kind == "prim::Constant":
+            continue
+        if _row_role(graph, p, shape, mutable) is None or any(u.node not in members for u in p.output.uses):
+            continue
+        members.add(p)
+        work.extend(p.inputs)
+    grouped.update(members)
+    return [n for n in block.nodes if n in members]
+
+
+def _decompose_softmax(sub: Graph, node: Node, value_map: dict) -> None:
+    """softmax / log_softmax over the last dim as amax, exp, sum and elementwise ops (in the group)."""
+    x = value_map[node.inputs[0]]
+    t, row_t = node.output.type, _row_type(node.output.type)
+    dim, keep, none, one = sub.constant([-1]), sub.constant(True), sub.constant(None), sub.constant(1)
+    m = sub.insert("aten::amax", [x, dim, keep], 1, types=[row_t]).output
+    shifted = sub.insert("aten::sub", [x, m, one], 1, types=[t]).output
+    e = sub.insert("aten::exp", [shifted], 1, types=[t]).output
+    s = sub.insert("aten::sum", [e, dim, keep, none], 1, types=[row_t]).output
+    if node.kind == "aten::softmax":
+        out = sub.insert("aten::div", [e, s, none], 1, types=[t]).output
+    else:
+        log_s = sub.insert("aten::log", [s], 1, types=[row_t]).output
+        out = sub.insert("aten::sub", [shifted, log_s, one], 1, types=[t]).output
+    value_map[node.output] = out
+
+
+def _row_type(t: TensorType) -> TensorType:
+    return TensorType(t.dtype, tuple(t.shape[:-1]) + (1,))
+
+
+def _make_row_group(graph: Graph, anchor: Node, members: list[Node]) -> Node:
+    sub = Graph()
+    value_map: dict = {}
+    inputs: list[Value] = []
+    member_set = set(members)
+    for n in members:
+        for v in n.inputs:
+            if v in value_map or (v.node is not None and v.node in member_set):
+                continue
+            ok, value = constant_value(graph, v)
+            if ok and not isinstance(v.type, TensorType):
+                value_map[v] = sub.constant(value)
+            else:
+                value_map[v] = sub.add_input(v.type, v.name)
+                inputs.append(v)
+    with sub.inserting_at_end(sub.block):
+        for n in members:
+            if n.kind in _ROW_COMPOSITES:
+                _decompose_softmax(sub, n, value_map)
+            else:
+                clone_node(n, sub.block, value_map)
+    sub.add_output(value_map[anchor.output])
+    with graph.inserting_before(anchor):
+        group = graph.insert(ROW_GROUP, inputs, 1, {"subgraph": sub}, [anchor.output.type])
+    group.source, group.scope = anchor.source, anchor.scope
+    anchor.output.replace_all_uses_with(group.output)
+    for n in reversed(members):
+        n.destroy()
+    return group

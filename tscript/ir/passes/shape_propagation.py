@@ -24,6 +24,25 @@ def mark_dynamic(graph: Graph, dynamic: dict) -> None:
         v.type = tensor_type(v.type.dtype, shape)
 
 
+def fold_static_sizes(graph: Graph) -> bool:
+    """`aten::size(x, d)` of a dim whose size is a known int becomes that constant."""
+    changed = False
+    for node in list(graph.all_nodes()):
+        if node.kind != "aten::size" or not isinstance(node.inputs[0].type, TensorType):
+            continue
+        shape = node.inputs[0].type.shape
+        ok, dim = constant_value(graph, node.inputs[1])
+        if shape is None or not ok or not isinstance(dim, int) or not -len(shape) <= dim < len(shape):
+            continue
+        size = shape[dim]
+        if isinstance(size, int):
+            with graph.inserting_before(node):
+                node.output.replace_all_uses_with(graph.constant(size))
+            node.destroy()
+            changed = True
+    return changed
+
+
 def propagate_shapes(graph: Graph) -> bool:
     """Refine output types in place; True if any type changed."""
     known: dict[Value, object] = {}

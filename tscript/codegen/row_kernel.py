@@ -1,0 +1,185 @@
+"""Row kernels: a fusion group of elementwise ops and reductions over the last dim (keepdim) —
+softmax, log_softmax, layer_norm and friends after decomposition — as one function that, for each
+row, makes one pass over the row per reduction (in dependency order) and a final pass computing
+the outputs. Full-size intermediates are recomputed inside each pass instead of being stored.
+
+Same ABI as kernel.py (sizes, ptrs, strides, scalars); the last dim is the reduced one.
+Reduction accumulators carry `reassoc` so LLVM vectorizes them.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from tscript_runtime import dtypes as dt
+
+from ..ir.graph import Graph
+from ..ir.types import TensorType
+from .elementwise import LLVM_TYPES, MEMORY_TYPES, Emitter
+from .kernel import I8P, I64, F64, KernelSpec, _dtype_of, _lower_node
+
+REDUCE_FLAGS = ("reassoc", "contract", "nsz", "arcp", "afn")
+# reduction op -> (identity, combine name); mean divides the sum by the row length afterwards
+REDUCTIONS = {"aten::sum": (0.0, "add"), "aten::mean": (0.0, "add"), "aten::amax": (float("-inf"), "max"),
+              "aten::amin": (float("inf"), "min"), "aten::var": (0.0, "add")}
+
+
+def is_row_scalar(v, rank: int) -> bool:
+    t = v.type
+    return isinstance(t, TensorType) and t.rank == rank and t.shape[-1] == 1
+
+
+def build_row_kernel(graph: Graph, name: str, module: ir.Module) -> KernelSpec:
+    """Generate the row kernel of a row group's subgraph as function `name` in `module`."""
+    rank = max(v.type.rank for v in graph.inputs if isinstance(v.type, TensorType))
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), I8P.as_pointer(),
+                                                              I64.as_pointer(), F64.as_pointer()]), name)
+    for a in fn.args:
+        a.add_attribute("noalias")
+    sizes_p, ptrs_p, strides_p, scalars_p = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    tensor_inputs = [v for v in graph.inputs if isinstance(v.type, TensorType)]
+    arrays = list(graph.outputs) + tensor_inputs
+    sizes = [b.load(b.gep(sizes_p, [I64(d)])) for d in range(rank)]
+    bases, strides = [], []
+    for k, v in enumerate(arrays):
+        raw = b.load(b.gep(ptrs_p, [I64(k)]))
+        bases.append(b.bitcast(raw, MEMORY_TYPES[_dtype_of(v)].as_pointer()))
+        strides.append([b.load(b.gep(strides_p, [I64(k * rank + d)])) for d in range(rank)])
+    scalars = {}
+    for j, v in enumerate(v for v in graph.inputs if not isinstance(v.type, TensorType)):
+        scalars[v] = Emitter(b).cast(b.load(b.gep(scalars_p, [I64(j)])), dt.float64, _dtype_of(v))
+    spec = KernelSpec(name, rank, [o.type.dtype for o in graph.outputs],
+                      ["tensor" if isinstance(v.type, TensorType) else "scalar" for v in graph.inputs])
+    ctx = _Row(b, fn, graph, rank, sizes, bases, strides, scalars, arrays)
+    ctx.outer(0, [I64(0)] * len(arrays))
+    b.ret_void()
+    return spec
+
+
+class _Row:
+    def __init__(self, b, fn, graph, rank, sizes, bases, strides, scalars, arrays):
+        self.b, self.fn, self.graph, self.rank = b, fn, graph, rank
+        self.sizes, self.bases, self.strides, self.scalars, self.arrays = sizes, bases, strides, scalars, arrays
+        self.n_out = len(graph.outputs)
+        self.constants = {n.output: n.attrs.get("value") for n in graph.nodes if n.kind == "prim::Constant"}
+        self.producer = {n.output: n for n in graph.nodes if n.kind != "prim::Constant"}
+
+    def loop(self, n, body, name: str, carried=None):
+        """A canonical counted loop `for i in range(n)`; `carried` (initial value, step fn) threads one
+        value through the iterations (a reduction accumulator) and is returned."""
+        b = self.b
+        pre = b.block
+        loop, done = self.fn.append_basic_block(name), self.fn.append_basic_block(name + "_done")
+        b.cbranch(b.icmp_signed(">", n, I64(0)), loop, done)
+        b.position_at_end(loop)
+        i = b.phi(I64, name=name + "_i")
+        i.add_incoming(I64(0), pre)
+        acc = None
+        if carried is not None:
+            acc = b.phi(carried[0].type, name=name + "_acc")
+            acc.add_incoming(carried[0], pre)
+        new_acc = body(i, acc)
+        nxt = b.add(i, I64(1), flags=["nuw", "nsw"])
+        end = b.block
+        i.add_incoming(nxt, end)
+        if acc is not None:
+            acc.add_incoming(new_acc, end)
+        b.cbranch(b.icmp_signed("<", nxt, n), loop, done)
+        b.position_at_end(done)
+        if acc is None:
+            return None
+        result = b.phi(carried[0].type, name=name + "_result")
+        result.add_incoming(carried[0], pre)
+        result.add_incoming(new_acc, end)
+        return result
+
+    def outer(self, d: int, offsets: list) -> None:
+        if d == self.rank - 1:
+            self.row(offsets)
+            return
+
+        def body(i, _):
+            self.outer(d + 1, [self.b.add(o, self.b.mul(i, st[d])) for o, st in zip(offsets, self.strides)])
+        self.loop(self.sizes[d], body, f"outer{d}")
+
+    def row(self, offsets: list) -> None:
+        n = self.sizes[-1]
+        row_values: dict = dict(self.scalars)
+        for node in self.graph.nodes:
+            if node.kind in REDUCTIONS:
+                row_values[node.output] = self.reduce(node, offsets, row_values, n)
+        full = [k for k, v in enumerate(self.graph.outputs) if not is_row_scalar(v, self.rank)]
+        for k, v in enumerate(self.graph.outputs):
+            if k not in full:
+                self.store(k, offsets, self.value(v, offsets, None, row_values, {}))
+        if full:
+            def body(j, _):
+                memo: dict = {}
+                for k in full:
+                    self.store(k, offsets, self.value(self.graph.outputs[k], offsets, j, row_values, memo), j)
+            self.loop(n, body, "final")
+
+    def reduce(self, node, offsets, row_values, n):
+        """One pass over the row (two for var: mean, then squared deviations)."""
+        dtype = node.output.type.dtype
+        b, tag = self.b, node.output.name.replace(".", "_")
+        length = b.sitofp(n, LLVM_TYPES[dtype]) if dt.is_float(dtype) else n
+        if node.kind == "aten::var":
+            mean = b.fdiv(self._pass(node, offsets, row_values, n, "add", f"mean_{tag}"), length)
+            centered = self._pass(node, offsets, row_values, n, "add", f"var_{tag}", shift=mean)
+            correction = self.constants.get(node.inputs[2])
+            correction = 1 if correction is None else correction
+            return b.fdiv(centered, b.fsub(length, Emitter(b).const(correction, dtype)))
+        total = self._pass(node, offsets, row_values, n, REDUCTIONS[node.kind][1], f"reduce_{tag}")
+        return b.fdiv(total, length) if node.kind == "aten::mean" else total
+
+    def _pass(self, node, offsets, row_values, n, combine, name, shift=None):
+        e, b = Emitter(self.b), self.b
+        dtype = node.output.type.dtype
+        identity = 0.0 if combine == "add" else REDUCTIONS[node.kind][0]
+        init = e.const(identity, dtype)
+
+        def step(j, acc):
+            x = e.cast(self.value(node.inputs[0], offsets, j, row_values, {}), _dtype_of(node.inputs[0]), dtype)
+            if shift is not None:
+                d = b.fsub(x, shift, flags=REDUCE_FLAGS)
+                x = b.fmul(d, d, flags=REDUCE_FLAGS)
+            if combine == "add":
+                return b.fadd(acc, x, flags=REDUCE_FLAGS) if dt.is_float(dtype) else b.add(acc, x)
+            return _extremum(b, combine, acc, x)
+        return self.loop(n, step, name, (init, step))
+
+    def value(self, v, offsets, j, row_values, memo):
+        """The element of `v` at column j of this row (row scalars: the row's value)."""
+        if v in row_values:
+            return row_values[v]
+        if v in memo:
+            return memo[v]
+        if v in self.constants:
+            raise AssertionError("constants are lowered by their consumer")
+        node = self.producer.get(v)
+        if node is None:  # a tensor input: load it
+            k = self.arrays.index(v)
+            off = offsets[k] if j is None else self.b.add(offsets[k], self.b.mul(j, self.strides[k][-1]))
+            x = self.b.load(self.b.gep(self.bases[k], [off], inbounds=True))
+            out = self.b.trunc(x, LLVM_TYPES[dt.bool_]) if v.type.dtype == dt.bool_ else x
+        else:
+            values = {u: self.value(u, offsets, j, row_values, memo) for u in node.inputs
+                      if u not in self.constants}
+            out = _lower_node(Emitter(self.b), node, values, self.constants)
+        memo[v] = out
+        return out
+
+    def store(self, k, offsets, x, j=None):
+        out = self.graph.outputs[k]
+        if out.type.dtype == dt.bool_:
+            x = self.b.zext(x, MEMORY_TYPES[dt.bool_])
+        off = offsets[k] if j is None else self.b.add(offsets[k], self.b.mul(j, self.strides[k][-1]))
+        self.b.store(x, self.b.gep(self.bases[k], [off], inbounds=True))
+
+
+def _extremum(b, which: str, acc, x):
+    """max/min accumulation that propagates NaN, as PyTorch's amax/amin."""
+    name = "llvm.maximum" if which == "max" else "llvm.minimum"
+    fn = b.module.declare_intrinsic(name, [acc.type], ir.FunctionType(acc.type, [acc.type, acc.type]))
+    return b.call(fn, [acc, x])
