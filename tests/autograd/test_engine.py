@@ -94,6 +94,15 @@ def test_accumulation_is_in_place_and_never_aliases_other_gradients():
     assert a.grad is grad_a and a.grad.tolist() == [12.0, 12.0]
 
 
+def test_create_graph_gradients_of_two_leaves_are_separate_tensors():
+    a, b = leaf([1.0, 2.0]), leaf([3.0, 4.0])
+    (a + b).sum().backward(create_graph=True)
+    assert a.grad is not b.grad
+    with ts.no_grad():
+        a.grad.mul_(10)
+    assert b.grad.tolist() == [1.0, 1.0]
+
+
 def test_user_gradient_is_not_aliased_by_grad():
     x = leaf([1.0, 2.0])
     g = ts.tensor([1.0, 1.0])

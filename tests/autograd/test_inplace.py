@@ -288,3 +288,17 @@ def test_in_place_on_an_output_of_a_multi_view_op_is_an_error():
     with pytest.raises(RuntimeError, match="Output 0 of Unbind is a view and is being modified inplace. This view "
                                            "is the output of a function that returns multiple views."):
         a.mul_(2)
+
+
+@pytest.mark.parametrize("make_view", [
+    lambda a: a[1:, ::2], lambda a: a.T[::-1], lambda a: a[..., 1], lambda a: a.reshape(-1)[3:9:2],
+    lambda a: a[::-1, ::-2].T, lambda a: a[2:2], lambda a: a[None, 1:3, :, None],
+])
+@pytest.mark.parametrize("transposed_base", [False, True])
+def test_index_map_of_a_view_in_its_base(make_view, transposed_base):
+    from tscript.autograd.views import index_map
+    base = np.zeros((5, 4), np.float32).T if transposed_base else np.zeros((4, 5), np.float32)
+    view = make_view(base)
+    if view.size and not np.shares_memory(view, base):
+        pytest.skip("numpy copied: not a view of this base")
+    assert index_map(view, base).tolist() == make_view(np.arange(20).reshape(4, 5)).tolist()

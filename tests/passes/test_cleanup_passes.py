@@ -138,16 +138,17 @@ graph(%x : Float(8, 4), %w : Float(10, 4)):
   %0 : int = prim::Constant[value=0]()
   %y : Tensor = aten::linear(%x, %w, %none)
   %r : Tensor = aten::relu(%y)
-  %n : int = aten::size(%r, %0)
-  %m1 : int = prim::Constant[value=-1]()
-  %l : List[int] = prim::ListConstruct(%n, %m1)
-  %v : Tensor = aten::reshape(%r, %l)
+  %one : int = prim::Constant[value=1]()
+  %l : List[int] = prim::ListConstruct(%one)
+  %f : bool = prim::Constant[value=False]()
+  %v : Tensor = aten::sum(%r, %l, %f, %none)
   return (%v)
 """)
     mark_dynamic(g, {0: [0]})
     assert propagate_shapes(g)
     verify(g)
-    assert "%v : Float(batch, 10) = aten::reshape" in str(g)
+    assert "%r : Float(batch, 10) = aten::relu" in str(g)
+    assert "%v : Float(batch) = aten::sum" in str(g)
     assert not propagate_shapes(g)  # a fixed point: nothing more to refine
 
 

@@ -97,10 +97,7 @@ def _pre_hooks(node, grads: list, exposed: set, create_graph: bool) -> list:
 def store_grad(t, grad, create_graph: bool, exposed: set) -> None:
     """Accumulate `grad` into `t.grad`: in place when no graph is built (as PyTorch), cloning a
     gradient that someone else may hold (a hook, the caller, another tensor's `.grad`)."""
-    if create_graph:
-        t.grad = grad if t.grad is None else t.grad + grad
-        return
-    if grad.grad_fn is not None:
+    if not create_graph and grad.grad_fn is not None:
         grad = grad.detach()
     old = t.grad
     if old is None:
@@ -109,10 +106,11 @@ def store_grad(t, grad, create_graph: bool, exposed: set) -> None:
             grad = grad.clone()
         exposed.add(id(grad._data))
         t.grad = grad
-    elif old._data.shape == grad._data.shape and old._data.dtype == grad._data.dtype and old._data.flags.writeable:
-        old.add_(grad)
-    else:
+    elif create_graph or old._data.shape != grad._data.shape or old._data.dtype != grad._data.dtype \
+            or not old._data.flags.writeable:
         t.grad = old + grad
+    else:
+        old.add_(grad)
 
 
 def execute(roots, root_grads, retain_graph: bool, create_graph: bool, inputs=None, capture=False):

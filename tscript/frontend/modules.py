@@ -118,13 +118,31 @@ def _module_needs_grad(module) -> bool:
     return any(p._requires_grad for p in module.parameters())
 
 
-def _attr_tree(module) -> dict:
-    """A module's parameters, buffers and submodules as nested dicts of arrays (what GetAttr reads
-    in the array domain); arrays are shared, so in-place updates (BatchNorm stats) stick."""
-    tree = {name: (p._data if p is not None else None) for name, p in module._parameters.items()}
-    tree.update({name: (b._data if b is not None else None) for name, b in module._buffers.items()})
-    tree.update({name: _attr_tree(m) for name, m in module._modules.items() if m is not None})
-    return tree
+def _attr_tree(module) -> "_ArrayAttrs":
+    """`module` as the array domain's %self (what prim::GetAttr reads)."""
+    return _ArrayAttrs(module)
+
+
+class _ArrayAttrs:
+    """A module seen from the array domain: GetAttr gives the arrays of parameters and buffers
+    (shared, so in-place updates such as BatchNorm's statistics stick) and submodules as views like
+    this one. Attributes are looked up when read, so a reassigned parameter is always seen and a call
+    costs nothing for the parts of the model the graph does not read."""
+    __slots__ = ("__module",)
+
+    def __init__(self, module):
+        self.__module = module
+
+    def __getattr__(self, name: str):
+        m = self.__module
+        for table in (m._parameters, m._buffers):
+            if name in table:
+                t = table[name]
+                return None if t is None else t._data
+        if name in m._modules:
+            return _ArrayAttrs(m._modules[name])
+        value = getattr(m, name)
+        return value._data if isinstance(value, Tensor) else value
 
 
 class ScriptModule:

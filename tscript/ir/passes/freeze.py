@@ -79,11 +79,16 @@ def prune_constants(graph: Graph) -> bool:
     return bool(unused)
 
 
+def freeze_stages(module) -> list:
+    """The named stages of freezing a graph of `module`: inline, attributes to constants, then
+    `FREEZE_PIPELINE`, then dropping unused tensor constants."""
+    return [("inline", inline_calls, 0),
+            ("freeze_attributes", lambda g: freeze_attributes(g, module), 0),
+            *FREEZE_PIPELINE,
+            ("prune_constants", prune_constants, 0)]
+
+
 def freeze_graph(graph: Graph, module, log=None, stream=None) -> Graph:
     """Freeze `graph` (a method graph of `module`) in place and return it. `log`/`stream` as for
     `run_stages` (default: TSCRIPT_LOG)."""
-    stages = [("inline", inline_calls, 0),
-              ("freeze_attributes", lambda g: freeze_attributes(g, module), 0),
-              *FREEZE_PIPELINE,
-              ("prune_constants", prune_constants, 0)]
-    return run_stages(graph, stages, 0, log, stream)
+    return run_stages(graph, freeze_stages(module), 0, log, stream)

@@ -1,0 +1,506 @@
+"""Parsing: source text -> `syntax` tree, with the lark grammar `tscript.lark` (LALR, Python's
+indentation rules through lark's PythonIndenter). The grammar tables are built once per process
+(and cached on disk, in the tscript cache directory, keyed by the grammar's hash)."""
+from __future__ import annotations
+
+import ast
+import functools
+import os
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput
+from lark.indenter import DedentError, PythonIndenter
+from tscript_runtime.native import cache_dir
+
+from . import syntax as S
+from .source import Source
+
+_GRAMMAR = os.path.join(os.path.dirname(__file__), "tscript.lark")
+
+
+@functools.lru_cache(maxsize=None)
+def _lark() -> Lark:
+    options = dict(parser="lalr", postlex=PythonIndenter(), start=["file_input", "eval_input"],
+                   propagate_positions=True, maybe_placeholders=True)
+    try:
+        os.makedirs(cache_dir(), exist_ok=True)
+        return Lark.open(_GRAMMAR, cache=os.path.join(cache_dir(), "tscript-grammar.lark-cache"), **options)
+    except OSError:  # an unwritable cache directory only costs time
+        return Lark.open(_GRAMMAR, **options)
+
+
+_functions: dict = {}
+
+
+def parse_function(source: Source) -> S.FunctionDef:
+    """The FunctionDef of a function's source (its decorators parsed and kept, docstring dropped)."""
+    key = (source.file, source.line_offset, source.text)
+    if key not in _functions:
+        stmts = _parse(source, source.text, "file_input")
+        defs = [s for s in stmts if isinstance(s, S.FunctionDef)]
+        if len(defs) != 1:
+            raise source.error("expected the source of exactly one function definition", (1, 1))
+        _functions[key] = defs[0]
+    return _functions[key]
+
+
+def _parse(source: Source, text: str, start: str):
+    try:
+        tree = _lark().parse(text, start=start)
+    except UnexpectedInput as e:
+        what = f"unexpected character {text[e.pos_in_stream]!r}" if isinstance(e, UnexpectedCharacters) \
+            else f"unexpected {_token_text(getattr(e, 'token', None))}"
+        raise source.error(f"invalid syntax: {what}", (e.line, e.column)) from None
+    except DedentError as e:
+        raise source.error(f"invalid syntax: {e}", None) from None
+    except LarkError as e:
+        raise source.error(f"invalid syntax: {e}", None) from None
+    return _Builder(source).transform(tree)
+
+
+def _token_text(token) -> str:
+    if token is None or token.type == "$END":
+        return "end of input"
+    if token.type in ("_NEWLINE", "_INDENT", "_DEDENT"):
+        return {"_NEWLINE": "end of line", "_INDENT": "indent", "_DEDENT": "dedent"}[token.type]
+    return repr(str(token))
+
+
+def _pos(meta_or_token) -> tuple:
+    return (meta_or_token.line, meta_or_token.column)
+
+
+_BINARY = {"or_expr": "|", "xor_expr": "^", "and_expr": "&"}
+
+
+@v_args(meta=True)
+class _Builder(Transformer):
+    """Lark tree -> syntax nodes (see syntax.py)."""
+
+    def __init__(self, source: Source):
+        super().__init__()
+        self.source = source
+
+    # -- definitions --------------------------------------------------------------------------------
+    def file_input(self, meta, items):
+        return _flat(items)
+
+    def eval_input(self, meta, items):
+        return items[0]
+
+    def decorator(self, meta, items):
+        return items[0]
+
+    def decorators(self, meta, items):
+        return items
+
+    def decorated(self, meta, items):
+        decorators, definition = items
+        if isinstance(definition, S.FunctionDef):
+            definition.decorators = decorators
+        return definition
+
+    def funcdef(self, meta, items):
+        name, params, returns, body = items
+        return S.FunctionDef(_pos(meta), str(name), _flat(params or []), returns, body)
+
+    def parameters(self, meta, items):
+        return _flat([i for i in items if i is not None])
+
+    def starparams(self, meta, items):
+        star, *rest = items
+        kw = [p for p in rest if p is not None]
+        for p in kw:
+            if p.kind == "positional":
+                p.kind = "keyword"
+        if star is not None:
+            star.kind = "varargs"
+            return [star] + kw
+        return kw
+
+    def kwparams(self, meta, items):
+        items[0].kind = "varkw"
+        return items[0]
+
+    def paramvalue(self, meta, items):
+        param, default = items
+        param.default = default
+        return param
+
+    def typedparam(self, meta, items):
+        name, annotation = items
+        return S.Param(_pos(name), str(name), annotation, None)
+
+    def classdef(self, meta, items):
+        return S.UnsupportedStmt(_pos(meta), "class definitions")
+
+    # -- statements ----------------------------------------------------------------------------------
+    def simple_stmt(self, meta, items):
+        return [i for i in items if i is not None]
+
+    def suite(self, meta, items):
+        return _flat(items)
+
+    def expr_stmt(self, meta, items):
+        return S.ExprStmt(_pos(meta), items[0])
+
+    def assign(self, meta, items):
+        return S.Assign(_pos(meta), items[:-1], items[-1])
+
+    def annassign(self, meta, items):
+        return S.AnnAssign(_pos(meta), *items)
+
+    def augassign(self, meta, items):
+        target, op, value = items
+        return S.AugAssign(_pos(meta), target, str(op)[:-1], value)
+
+    def pass_stmt(self, meta, items):
+        return S.Pass(_pos(meta))
+
+    def break_stmt(self, meta, items):
+        return S.Break(_pos(meta))
+
+    def continue_stmt(self, meta, items):
+        return S.Continue(_pos(meta))
+
+    def return_stmt(self, meta, items):
+        return S.Return(_pos(meta), items[0])
+
+    def raise_stmt(self, meta, items):
+        return S.Raise(_pos(meta), items[0])
+
+    def assert_stmt(self, meta, items):
+        return S.Assert(_pos(meta), items[0], items[1])
+
+    def del_stmt(self, meta, items):
+        return S.UnsupportedStmt(_pos(meta), "del statements")
+
+    def import_stmt(self, meta, items):
+        return S.UnsupportedStmt(_pos(meta), "import statements (import at module level instead)")
+
+    def global_stmt(self, meta, items):
+        return S.UnsupportedStmt(_pos(meta), f"{str(items[0])} statements")
+
+    def yield_stmt(self, meta, items):
+        return S.UnsupportedStmt(_pos(meta), "generators (yield)")
+
+    def dotted_name(self, meta, items):
+        return items
+
+    def if_stmt(self, meta, items):
+        test, body, *elifs, orelse = items
+        orelse = orelse or []
+        for e_test, e_body, e_pos in reversed(elifs):
+            orelse = [S.If(e_pos, e_test, e_body, orelse)]
+        return S.If(_pos(meta), test, body, orelse)
+
+    def elif_clause(self, meta, items):
+        return items[0], items[1], _pos(meta)
+
+    def while_stmt(self, meta, items):
+        return S.While(_pos(meta), items[0], items[1], items[2] or [])
+
+    def for_stmt(self, meta, items):
+        return S.For(_pos(meta), items[0], items[1], items[2], items[3] or [])
+
+    def else_clause(self, meta, items):
+        return items[0]
+
+    def try_stmt(self, meta, items):
+        return S.UnsupportedStmt(_pos(meta), "try blocks")
+
+    def with_stmt(self, meta, items):
+        return S.UnsupportedStmt(_pos(meta), "with statements")
+
+    # -- expressions ---------------------------------------------------------------------------------
+    def test(self, meta, items):
+        body, test, orelse = items
+        return S.IfExp(_pos(meta), test, body, orelse)
+
+    def lambdef(self, meta, items):
+        return S.Unsupported(_pos(meta), "lambda functions")
+
+    def or_test(self, meta, items):
+        return S.BoolOp(_pos(meta), "or", items)
+
+    def and_test(self, meta, items):
+        return S.BoolOp(_pos(meta), "and", items)
+
+    def not_expr(self, meta, items):
+        return S.UnaryOp(_pos(meta), "not", items[0])
+
+    def comparison(self, meta, items):
+        return S.Compare(_pos(meta), items[0], items[1::2], items[2::2])
+
+    def comp_op(self, meta, items):
+        return " ".join(str(t) for t in items)
+
+    def or_expr(self, meta, items):
+        return self._fold(meta, items, "|")
+
+    def xor_expr(self, meta, items):
+        return self._fold(meta, items, "^")
+
+    def and_expr(self, meta, items):
+        return self._fold(meta, items, "&")
+
+    @staticmethod
+    def _fold(meta, items, op):
+        out = items[0]
+        for right in items[1:]:
+            out = S.BinOp(_pos(meta), op, out, right)
+        return out
+
+    def _fold_ops(self, meta, items):
+        out = items[0]
+        for op, right in zip(items[1::2], items[2::2]):
+            out = S.BinOp(_pos(meta), str(op), out, right)
+        return out
+
+    shift_expr = arith_expr = term = _fold_ops
+
+    def unary(self, meta, items):
+        op, operand = items
+        if str(op) == "-" and isinstance(operand, S.Const) and type(operand.value) in (int, float):
+            return S.Const(_pos(meta), -operand.value)  # -1 is a literal, as in TorchScript
+        return S.UnaryOp(_pos(meta), str(op), operand)
+
+    def power(self, meta, items):
+        return S.BinOp(_pos(meta), "**", items[0], items[1])
+
+    def call(self, meta, items):
+        func, arguments = items
+        if isinstance(arguments, S.Unsupported):
+            return arguments
+        args, keywords = arguments or ([], [])
+        return S.Call(_pos(meta), func, args, keywords)
+
+    def subscript(self, meta, items):
+        return S.Subscript(_pos(meta), items[0], items[1])
+
+    def attribute(self, meta, items):
+        return S.Attribute(_pos(items[1]), items[0], str(items[1]))
+
+    def tuple(self, meta, items):
+        if len(items) == 1 and (items[0] is None or isinstance(items[0], list)):
+            return S.TupleExpr(_pos(meta), items[0] or [])
+        return S.TupleExpr(_pos(meta), [i for i in items if i is not None])
+
+    def generator(self, meta, items):
+        return S.Unsupported(_pos(meta), "generator expressions (use a list comprehension)")
+
+    generator_argument = generator
+
+    def list(self, meta, items):
+        return S.ListExpr(_pos(meta), items[0] or [])
+
+    def list_comp(self, meta, items):
+        return items[0]
+
+    def dict(self, meta, items):
+        pairs = items[0] or []
+        return S.DictExpr(_pos(meta), [k for k, _ in pairs], [v for _, v in pairs])
+
+    def dict_comp(self, meta, items):
+        (key, value), *gens, cond = items
+        return S.Comprehension(_pos(meta), "dict", value, key, _generators(gens, cond))
+
+    def set(self, meta, items):
+        return S.Unsupported(_pos(meta), "set literals")
+
+    def name(self, meta, items):
+        return S.Name(_pos(items[0]), str(items[0]))
+
+    def number(self, meta, items):
+        tok = items[0]
+        if tok.type == "IMAG_NUMBER":
+            return S.Unsupported(_pos(tok), "complex numbers")
+        return S.Const(_pos(tok), ast.literal_eval(str(tok).replace("_", "")))
+
+    def strings(self, meta, items):
+        parts = [self._string(t) for t in items]
+        bad = next((p for p in parts if isinstance(p, S.Unsupported)), None)
+        if bad is not None:
+            return bad
+        if all(isinstance(p, S.Const) for p in parts):
+            return S.Const(_pos(meta), "".join(p.value for p in parts))
+        fmt = "".join(p.value.replace("{", "{{").replace("}", "}}") if isinstance(p, S.Const) else p.format
+                      for p in parts)
+        return S.FString(_pos(meta), fmt, [v for p in parts if isinstance(p, S.FString) for v in p.values])
+
+    def _string(self, tok: Token):
+        text = str(tok)
+        quote = min(i for i in (text.find("'"), text.find('"')) if i >= 0)
+        prefix = text[:quote].lower()
+        if "b" in prefix:
+            return S.Unsupported(_pos(tok), "bytes literals")
+        if "f" not in prefix:
+            return S.Const(_pos(tok), ast.literal_eval(text[quote:] if "r" not in prefix else "r" + text[quote:]))
+        return _FStringParser(self, tok, text, quote, "r" in prefix).parse()
+
+    def ellipsis(self, meta, items):
+        return S.Const(_pos(meta), Ellipsis)
+
+    def const_none(self, meta, items):
+        return S.Const(_pos(meta), None)
+
+    def const_true(self, meta, items):
+        return S.Const(_pos(meta), True)
+
+    def const_false(self, meta, items):
+        return S.Const(_pos(meta), False)
+
+    def tuple_inner(self, meta, items):
+        return [i for i in items if i is not None]
+
+    exprlist_inner = tuple_inner
+
+    def dict_inner(self, meta, items):
+        return [i for i in items if i is not None]
+
+    def key_value(self, meta, items):
+        return items[0], items[1]
+
+    def star_expr(self, meta, items):
+        return S.Unsupported(_pos(meta), "starred expressions (*x)")
+
+    def slice(self, meta, items):
+        return S.Slice(_pos(meta), *(list(items) + [None] * 3)[:3])
+
+    def arguments(self, meta, items):
+        args, keywords = [], []
+        for a in items:
+            if a is None:
+                continue
+            if isinstance(a, S.Unsupported):
+                return a
+            if isinstance(a, tuple) and a and a[0] == "keyword":
+                keywords.append((a[1], a[2]))
+            else:
+                args.append(a)
+        return args, keywords
+
+    def keyword(self, meta, items):
+        return ("keyword", str(items[0]), items[1])
+
+    def starargs(self, meta, items):
+        return S.Unsupported(_pos(meta), "*args and **kwargs in calls")
+
+    def comprehension(self, meta, items):
+        elt, *gens, cond = items
+        return S.Comprehension(_pos(meta), "list", elt, None, _generators(gens, cond))
+
+    def comp_for(self, meta, items):
+        return items[0], items[1]
+
+    def comp_if(self, meta, items):
+        return items[0]
+
+    def parse_field(self, text: str, line: int, column: int):
+        """An f-string field's expression, positioned where it stands in the file."""
+        expr = _parse(self.source, " " * (column - 1) + text, "eval_input")
+        for e in S.walk_exprs(expr):
+            e.pos = (e.pos[0] + line - 1, e.pos[1])
+        return expr
+
+
+def _generators(gens: list, cond) -> list:
+    out = [(target, it, []) for target, it in gens]
+    if cond is not None:
+        out[-1][2].append(cond)
+    return out
+
+
+def _flat(items) -> list:
+    out = []
+    for i in items:
+        if isinstance(i, list):
+            out.extend(_flat(i))
+        elif i is not None and not isinstance(i, Token):
+            out.append(i)
+    return out
+
+
+class _FStringParser:
+    """Splits an f-string token into a `str.format` template and its field expressions."""
+
+    def __init__(self, builder: _Builder, tok: Token, text: str, quote: int, raw: bool):
+        self.builder, self.tok, self.raw = builder, tok, raw
+        q = text[quote:quote + 3] if text[quote:quote + 3] in ('"""', "'''") else text[quote]
+        self.quote = q
+        self.body = text[quote + len(q):len(text) - len(q)]
+        self.start = quote + len(q)  # offset of the body in the token
+
+    def parse(self):
+        fmt, values, literal, i, body = [], [], "", 0, self.body
+        while i < len(body):
+            ch = body[i]
+            if ch in "{}" and body[i:i + 2] == ch * 2:
+                literal += ch * 2
+                i += 2
+            elif ch == "{":
+                fmt.append(self._literal(literal))
+                literal = ""
+                end = self._field_end(i + 1)
+                template, expr = self._field(i + 1, end)
+                fmt.append(template)
+                values.append(expr)
+                i = end + 1
+            elif ch == "}":
+                return S.Unsupported(self._where(i), "a single '}' in an f-string")
+            else:
+                literal += ch
+                i += 1
+        fmt.append(self._literal(literal))
+        return S.FString(_pos(self.tok), "".join(fmt), values)
+
+    def _literal(self, text: str) -> str:
+        if self.raw or "\\" not in text:
+            return text
+        return ast.literal_eval(self.quote + text + self.quote)
+
+    def _field_end(self, i: int) -> int:
+        """Index of the `}` closing the field that starts at `i`."""
+        depth, quote = 0, None
+        while i < len(self.body):
+            ch = self.body[i]
+            if quote:
+                quote = None if ch == quote else quote
+            elif ch in "'\"":
+                quote = ch
+            elif ch in "([{":
+                depth += 1
+            elif ch in ")]":
+                depth -= 1
+            elif ch == "}":
+                if depth == 0:
+                    return i
+                depth -= 1
+            i += 1
+        raise self.builder.source.error("invalid f-string: a '{' is never closed", _pos(self.tok))
+
+    def _field(self, start: int, end: int):
+        """('{!r:spec}'-style template, expression) of the field body[start:end]."""
+        text, depth, cut = self.body[start:end], 0, None
+        for j, ch in enumerate(text):
+            depth += ch in "([{"
+            depth -= ch in ")]}"
+            if depth == 0 and (ch == ":" or (ch == "!" and text[j + 1:j + 2] != "=")):
+                cut = j
+                break
+        expr_text, rest = (text, "") if cut is None else (text[:cut], text[cut:])
+        if "{" in rest:
+            raise self.builder.source.error("nested fields in f-string format specs are not supported",
+                                            self._where(start))
+        line, column = self._where(start)
+        expr = self.builder.parse_field(expr_text.strip() or "_", line, column + len(expr_text) -
+                                        len(expr_text.lstrip()))
+        return "{" + rest + "}", expr
+
+    def _where(self, offset: int) -> tuple:
+        """(line, column) of body[offset] in the source."""
+        before = self.body[:offset]
+        line = self.tok.line + before.count("\n")
+        if "\n" in before:
+            return line, len(before) - before.rfind("\n")
+        return line, self.tok.column + self.start + offset
