@@ -5,13 +5,17 @@ linear, so the per-node times should stay about constant as the graph grows.
     python -m benchmarks ir          # as a suite of the benchmark runner
     python -m benchmarks.ir_scale    # a stage x size table with the 100k/1k growth of per-node time
 """
+import contextlib
 import functools
+import gc
+import statistics
+import time
 
 import numpy as np
 
 from tscript.ir import Graph, parse_ir, tensor_type, verify
 
-from .harness import Case, fmt_time, run_case
+from .harness import Case, fmt_time
 
 SIZES = (1_000, 10_000, 100_000)
 KINDS = ("aten::add", "aten::mul", "aten::relu")
@@ -55,27 +59,52 @@ def cases() -> list[Case]:
             for n in SIZES for stage, fn in STAGES.items()]
 
 
-def table(per_node: dict[tuple[str, int], float]) -> str:
-    """Stages as rows, sizes as columns, and how much the per-node time grew from the smallest size
-    to the largest (about 1 when linear)."""
-    head = f"{'stage (time per node)':24s}" + "".join(f"{_label(n) + ' nodes':>14s}" for n in SIZES) + \
-        f"{'growth':>10s}"
-    lines = [head, "-" * len(head)]
-    for stage in STAGES:
-        cells = "".join(f"{fmt_time(per_node[stage, n]):>14s}" for n in SIZES)
-        growth = per_node[stage, SIZES[-1]] / per_node[stage, SIZES[0]]
-        lines.append(f"{stage:24s}{cells}{growth:>10.2f}")
-    return "\n".join(lines)
+def cpu_per_node(fn, n: int) -> float:
+    """Median CPU seconds per node of `fn(n)`: CPU time, not wall time, so that other processes on a
+    shared machine do not blur the growth with size that this benchmark is about."""
+    fn(n)  # warm up (and build the shared inputs)
+    samples = []
+    for _ in range(max(3, 30_000 // n)):
+        start = time.process_time()
+        fn(n)
+        samples.append(time.process_time() - start)
+    return statistics.median(samples) / n
 
 
-def main(budget: float = 1.0) -> None:
+@contextlib.contextmanager
+def gc_paused():
+    """CPython's cyclic GC off for a while: its full collections walk the whole heap, which shows
+    up as extra time per node once a graph is large next to the rest of the heap."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def measure() -> dict[tuple[str, int], float]:
+    """CPU time per node of every stage and size, with the GC on and paused."""
     per_node = {}
     for n in SIZES:
         for stage, fn in STAGES.items():
-            case = Case(stage, {"tscript": functools.partial(fn, n)}, per=n)
-            per_node[stage, n] = run_case(case, budget)["tscript"]
-    print(table(per_node))
+            per_node[stage, n] = cpu_per_node(fn, n)
+            with gc_paused():
+                per_node[f"{stage}, GC paused", n] = cpu_per_node(fn, n)
+    return per_node
+
+
+def table(per_node: dict[tuple[str, int], float]) -> str:
+    """Stages as rows, sizes as columns, and how much the per-node time grew from the smallest size
+    to the largest (about 1 when linear)."""
+    head = f"{'stage (CPU time per node)':28s}" + "".join(f"{_label(n) + ' nodes':>14s}" for n in SIZES) + \
+        f"{'growth':>10s}"
+    lines = [head, "-" * len(head)]
+    for stage in dict.fromkeys(stage for stage, _ in per_node):
+        cells = "".join(f"{fmt_time(per_node[stage, n]):>14s}" for n in SIZES)
+        growth = per_node[stage, SIZES[-1]] / per_node[stage, SIZES[0]]
+        lines.append(f"{stage:28s}{cells}{growth:>10.2f}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
-    main()
+    print(table(measure()))

@@ -74,10 +74,9 @@ def cmd_info(args) -> None:
     for name, array in model.params.items():
         print(f"  {name:<{width}}  {dt.NAMES[array.dtype]:<7} {list(array.shape)}")
     print("native code:")
-    natives = [(e.name, e.native) for e in model.entry_points.values() if e.native]
-    for name, native in natives:
-        print(f"  {name}: {native['target_triple']} ({native.get('cpu_features') or 'no CPU features listed'})")
-    if not natives:
+    for name, state in model.native.items():
+        print(f"  {name}: {state.describe()}")
+    if not model.native:
         print("  none (runs on the reference kernels)")
 
 
@@ -102,8 +101,10 @@ def cmd_bench(args) -> None:
     model = load(args.model)
     inputs = [_read_input(p) for p in args.input] or _random_inputs(model, args.entry)
     times = _time_runs(model, args.entry, inputs, args.runs, args.warmup)
+    state = model.native.get(args.entry)
     print(f"{args.model} {args.entry}: {args.runs} runs, median {_ms(np.median(times))}, "
           f"p90 {_ms(np.percentile(times, 90))}, min {_ms(times.min())}, mean {_ms(times.mean())}")
+    print(f"native code: {state.describe() if state else 'none (reference kernels)'}")
 
 
 COMMANDS = {"info": cmd_info, "run": cmd_run, "ir": cmd_ir, "bench": cmd_bench}

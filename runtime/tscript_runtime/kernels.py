@@ -1,69 +1,159 @@
 """Launching generated fusion-group kernels from Python: broadcast shapes, per-array element
-strides (broadcast = 0) and pointers, packed once per input layout and reused (calls with the
-same shapes only fill in pointers)."""
+strides (broadcast = 0) and pointers. The sizes and strides are packed once per input layout and
+shared by all threads; each thread fills in pointers and scalars in its own buffers, so several
+threads may run one kernel at once (the ctypes call releases the GIL while native code runs).
+
+A kernel is described by a `LaunchSpec` (saved models store it as JSON in their manifest):
+
+    {"name": "k_fusion_0", "rank": 2, "inputs": ["tensor", "scalar"],
+     "input_dtypes": ["float32"], "output_dtypes": ["float32"], "out_row": false}
+
+`inputs` gives the kind of each input of the fusion group in order, `input_dtypes` the dtype of
+each tensor input (the kernel reads memory as that type, so anything else is refused); `out_row`
+marks row kernels whose outputs hold one value per row (last dim of size 1).
+"""
 from __future__ import annotations
 
 import ctypes
+import re
+import threading
+from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import OpRuntimeError
+from . import dtypes as dt
+from .errors import ModelError, OpRuntimeError
 
 _SIG = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+_NAME = re.compile(r"[A-Za-z_][\w.]*\Z")
+KINDS = ("tensor", "scalar")
+MAX_RANK = 64
+_MAX_PLANS = 256  # layouts remembered per kernel (dynamic dims make new ones)
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """What calling a generated kernel needs: its name, loop rank, input kinds and dtypes."""
+    name: str
+    rank: int
+    inputs: tuple          # "tensor" or "scalar", one per fusion-group input
+    input_dtypes: tuple    # numpy dtypes of the tensor inputs
+    output_dtypes: tuple   # numpy dtypes of the outputs
+    out_row: bool = False  # row kernels: one output value per row
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "rank": self.rank, "inputs": list(self.inputs),
+                "input_dtypes": [dt.NAMES[d] for d in self.input_dtypes],
+                "output_dtypes": [dt.NAMES[d] for d in self.output_dtypes], "out_row": self.out_row}
+
+    @classmethod
+    def from_json(cls, data) -> "LaunchSpec":
+        """A spec from manifest data; ModelError when it is malformed (files are untrusted)."""
+        if not isinstance(data, dict):
+            raise ModelError(f"malformed kernel description {data!r}")
+        name, rank, inputs = data.get("name"), data.get("rank"), data.get("inputs")
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ModelError(f"kernel name {name!r} is not a symbol name")
+        if type(rank) is not int or not 0 <= rank <= MAX_RANK:
+            raise ModelError(f"kernel '{name}': rank {rank!r} is not an int in 0..{MAX_RANK}")
+        if not isinstance(inputs, list) or not all(isinstance(k, str) and k in KINDS for k in inputs):
+            raise ModelError(f"kernel '{name}': inputs must be a list of {' or '.join(KINDS)}, got {inputs!r}")
+        ins, outs = _dtypes(name, data, "input_dtypes"), _dtypes(name, data, "output_dtypes")
+        if len(ins) != inputs.count("tensor") or not outs:
+            raise ModelError(f"kernel '{name}': needs one input dtype per tensor input and at least one output")
+        if not isinstance(data.get("out_row"), bool):
+            raise ModelError(f"kernel '{name}': out_row must be true or false, got {data.get('out_row')!r}")
+        return cls(name, rank, tuple(inputs), ins, outs, data["out_row"])
+
+    def launcher(self, address: int) -> "FusedKernel":
+        """The launcher of this kernel, compiled at `address`."""
+        return FusedKernel(address, self.rank, list(self.inputs), list(self.output_dtypes), self.out_row,
+                           list(self.input_dtypes), self.name)
+
+
+def _dtypes(name: str, data: dict, key: str) -> tuple:
+    names = data.get(key)
+    if not isinstance(names, list) or not all(isinstance(n, str) and n in dt.BY_NAME for n in names):
+        raise ModelError(f"kernel '{name}': {key} must be a list of dtype names, got {names!r}")
+    return tuple(dt.BY_NAME[n] for n in names)
 
 
 class _Plan:
-    __slots__ = ("out_shape", "sizes", "strides", "ptrs", "scalars")
+    __slots__ = ("out_shape", "sizes", "strides")
 
 
 class FusedKernel:
     """A compiled fusion group: call it with the group's inputs (arrays and Python scalars)."""
 
-    def __init__(self, address: int, rank: int, inputs: list, out_dtypes: list, out_row: bool = False):
+    def __init__(self, address: int, rank: int, inputs: list, out_dtypes: list, out_row: bool = False,
+                 in_dtypes: list | None = None, name: str = "fused kernel"):
         self.fn = _SIG(address)
+        self.name = name
         self.out_row = out_row  # row kernels may output one value per row (last dim of size 1)
         self.rank, self.kinds = rank, inputs
         self.out_dtypes = [np.dtype(d) for d in out_dtypes]
+        self.in_dtypes = None if in_dtypes is None else [np.dtype(d) for d in in_dtypes]
         self.n_scalars = sum(k == "scalar" for k in inputs)
-        self._plans: dict = {}
+        self.n_ptrs = len(self.out_dtypes) + len(inputs) - self.n_scalars
+        self._plans: dict = {}  # layout -> _Plan; plans are never changed once made
+        self._local = threading.local()  # per-thread pointer and scalar buffers
 
     def __call__(self, *args):
-        tensors = [a for a, k in zip(args, self.kinds) if k == "tensor"]
+        tensors = [a if isinstance(a, np.ndarray) else np.asarray(a) for a, k in zip(args, self.kinds)
+                   if k == "tensor"]
         key = tuple((a.shape, a.strides, a.dtype.num) for a in tensors)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = self._plan(tensors)
+            plan = self._new_plan(key, tensors)
         outs = [np.empty(plan.out_shape, d) for d in self.out_dtypes]
-        ptrs = plan.ptrs
+        ptrs, scalars = self._buffers()
         for i, a in enumerate(outs + tensors):
             ptrs[i] = a.__array_interface__["data"][0]
         if self.n_scalars:
             for j, x in enumerate(a for a, k in zip(args, self.kinds) if k == "scalar"):
-                plan.scalars[j] = float(x)
-        self.fn(plan.sizes, ptrs, plan.strides, plan.scalars)
+                scalars[j] = float(x)
+        self.fn(plan.sizes, ptrs, plan.strides, scalars)
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _buffers(self):
+        local = self._local
+        try:
+            return local.ptrs, local.scalars
+        except AttributeError:
+            local.ptrs = (ctypes.c_void_p * self.n_ptrs)()
+            local.scalars = (ctypes.c_double * max(self.n_scalars, 1))()
+            return local.ptrs, local.scalars
+
+    def _new_plan(self, key: tuple, tensors: list) -> _Plan:
+        plan = self._plan(tensors)
+        if len(self._plans) >= _MAX_PLANS:
+            self._plans.clear()
+        self._plans[key] = plan
+        return plan
 
     def _plan(self, tensors: list) -> _Plan:
         r = self.rank
+        if self.in_dtypes is not None:
+            got = [a.dtype for a in tensors]
+            if got != self.in_dtypes:
+                raise OpRuntimeError(f"{self.name}: compiled for inputs of dtypes "
+                                     f"{[dt.NAMES.get(d, str(d)) for d in self.in_dtypes]}, got "
+                                     f"{[dt.NAMES.get(d, str(d)) for d in got]}")
         shape = np.broadcast_shapes(*(a.shape for a in tensors)) if tensors else ()
         if len(shape) > r:
-            raise OpRuntimeError(f"fused kernel was compiled for rank {r}, got inputs of shapes "
+            raise OpRuntimeError(f"{self.name} was compiled for rank {r}, got inputs of shapes "
                                  f"{[list(a.shape) for a in tensors]}")
-        shape = (1,) * (r - len(shape)) + tuple(shape)
+        iteration = (1,) * (r - len(shape)) + tuple(shape)
         plan = _Plan()
-        iteration = tuple(shape[len(shape) - r:]) if r else ()
         plan.out_shape = iteration[:-1] + (1,) if self.out_row and r else iteration
         arrays_strides = []
         for dtype in self.out_dtypes:  # outputs are fresh C-contiguous arrays
-            arrays_strides.append(_strides(plan.out_shape, np.empty(plan.out_shape, dtype).strides,
-                                           dtype.itemsize, iteration))
+            out = np.empty(plan.out_shape, dtype)
+            arrays_strides.append(_strides(out.shape, out.strides, dtype.itemsize, iteration))
         for a in tensors:
             arrays_strides.append(_strides(a.shape, a.strides, a.itemsize, iteration))
-        n = len(arrays_strides)
         plan.sizes = (ctypes.c_int64 * max(r, 1))(*iteration)
-        plan.strides = (ctypes.c_int64 * max(n * r, 1))(*[s for st in arrays_strides for s in st])
-        plan.ptrs = (ctypes.c_void_p * n)()
-        plan.scalars = (ctypes.c_double * max(self.n_scalars, 1))()
+        plan.strides = (ctypes.c_int64 * max(len(arrays_strides) * r, 1))(*[s for st in arrays_strides for s in st])
         return plan
 
 

@@ -1,5 +1,6 @@
 """Saved models (`.tsm`): reading and checking the file, and `Model`, which runs its entry points
-with the graph executor on numpy arrays. Needs only numpy and the standard library.
+with the graph executor on numpy arrays, and native kernels where the file has native code. Needs
+only numpy and the standard library (and llvmlite for native code).
 
 A `.tsm` file is a checked archive (archive.py) of format "tscript-model", version 1:
 
@@ -18,28 +19,45 @@ A `.tsm` file is a checked archive (archive.py) of format "tscript-model", versi
                           "members": {<name>: {"sha256": ..., "size": ...}, ...}}
     <entry>.graph.json   the executable graph (graph_format.py)
     <entry>.ir           the same graph as readable IR text
+    <entry>.ll, .o       native code of compiled models (below)
     params/<name>.npy    every parameter and buffer, by state_dict name
     constants/<name>.npy tensor constants of the graphs
 
 Entry points with `"self": true` take the module as their first graph input: a tree of dicts
 built from the dotted parameter names ("fc1.weight" -> {"fc1": {"weight": array}}), which is what
 their `prim::GetAttr` chains read. "inputs"/"outputs" are signatures (signature.py). Later
-versions of the writer may add entry points (`backward`, exported methods) and native code
-(`"native": {"target_triple": ..., "cpu_features": ..., "llvm_ir": "<entry>.ll", "object":
-"<entry>.o"}`) without changing the format version; the reader checks every member they name.
+versions of the writer may add entry points (`backward`, exported methods) without changing the
+format version; the reader checks every member they name.
+
+Compiled models (`tscript.jit.compile`) have native code for the fusion groups of their graphs
+(`tscript::FusionGroup` / `tscript::RowGroup` nodes, whose `kernel` attribute names a function):
+
+    "native": {"target_triple": "x86_64-unknown-linux-gnu", "cpu": "znver4",
+               "cpu_features": "+avx512f,...", "llvm_ir": "forward.ll", "object": "forward.o",
+               "kernels": [<launch spec (kernels.py)>, ...], "dynamic": [[0, [0]]]}
+
+The LLVM IR is the portable form; the object code was built from it for the named target. Loading
+refuses IR that declares, or object code that references, a function outside the allow-list
+(native.py). The object code is used when triple, CPU and features equal this host's; otherwise
+the IR is compiled for this CPU (cached on disk). Where native code cannot be used at all (no
+llvmlite, no BLAS, an LLVM error) the fusion groups run their subgraphs on the reference kernels,
+with a warning. "dynamic" records the compile option for `tscript.jit.load`.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from . import dtypes as dt
+from . import native
 from .archive import Archive, read_archive
 from .errors import ModelError
 from .executor import ArrayDomain, Program
 from .graph_format import check_graph
+from .kernels import LaunchSpec
 from .ops import OPS
 from .prims import PRIMS
 from .signature import Signature, TensorSpec, TupleSpec
@@ -47,6 +65,17 @@ from .signature import Signature, TensorSpec, TupleSpec
 FORMAT, VERSION = "tscript-model", 1
 CONTROL_FLOW = ("prim::If", "prim::Loop")
 PARAM_KINDS = ("parameter", "buffer")
+GROUPS = ("tscript::FusionGroup", "tscript::RowGroup")  # nodes that run a native kernel
+
+
+@dataclass
+class NativeCode:
+    """The native code of an entry point as stored: target, LLVM IR, object code, kernels."""
+    target: dict                #: target_triple, cpu, cpu_features the object code was built for
+    ll: str                     #: the LLVM IR text (checked against the extern allow-list)
+    object: bytes | None        #: object code for `target` (checked likewise), if stored
+    kernels: tuple              #: LaunchSpec of every kernel
+    dynamic: list = field(default_factory=list)  #: [[input index, [dims]], ...] given to compile
 
 
 @dataclass
@@ -58,7 +87,7 @@ class EntryPoint:
     ir: str                     #: the readable IR text
     constants: dict             #: tensor constants the graph refers to, by name
     takes_self: bool            #: is the first graph input the module (the attribute tree)?
-    native: dict | None = None  #: target triple, CPU features and members of native code, if any
+    native: NativeCode | None = None  #: native code of the fusion groups, if any
 
 
 @dataclass
@@ -147,7 +176,7 @@ def _read_entry_point(archive: Archive, name: str, entry: dict, params: dict) ->
     if takes_self:
         _check_attributes(archive, graph_member, graph, params)
     return EntryPoint(name, signature, graph, _read_text(archive, ir_member), constants, takes_self,
-                      _read_native(archive, entry.get("native"), where))
+                      _read_native(archive, entry.get("native"), where, graph))
 
 
 def _member(archive: Archive, member: str) -> bytes:
@@ -170,6 +199,7 @@ def _read_graph(archive: Archive, member: str) -> dict:
         raise archive.error(f"member '{member}' is not valid JSON ({e})") from None
     except ModelError as e:
         raise archive.error(f"member '{member}': {e}") from None
+    _check_subgraphs(archive, member, graph["nodes"])
     for node in _all_nodes(graph["nodes"]):
         kind = node["kind"]
         if kind not in OPS and kind not in PRIMS and kind not in CONTROL_FLOW:
@@ -178,11 +208,31 @@ def _read_graph(archive: Archive, member: str) -> dict:
     return graph
 
 
+def _check_subgraphs(archive: Archive, member: str, nodes: list) -> None:
+    """Graph-valued attributes (fusion groups' subgraphs) are graph documents too."""
+    for node in nodes:
+        for block in node.get("blocks", []):
+            _check_subgraphs(archive, member, block["nodes"])
+        for value in _subgraph_attrs(node):
+            try:
+                check_graph(value)
+            except ModelError as e:
+                raise archive.error(f"member '{member}': subgraph of {node['kind']}: {e}") from None
+            _check_subgraphs(archive, member, value["nodes"])
+
+
+def _subgraph_attrs(node: dict) -> list:
+    return [v["graph"] for v in node.get("attrs", {}).values() if isinstance(v, dict) and set(v) == {"graph"}]
+
+
 def _all_nodes(nodes: list):
+    """Every node, inside blocks and subgraphs too (check those with _check_subgraphs first)."""
     for node in nodes:
         yield node
         for block in node.get("blocks", []):
             yield from _all_nodes(block["nodes"])
+        for subgraph in _subgraph_attrs(node):
+            yield from _all_nodes(subgraph["nodes"])
 
 
 def _check_graph_matches(archive: Archive, member: str, graph: dict, signature: Signature, takes_self: bool):
@@ -214,14 +264,53 @@ def _check_attributes(archive: Archive, member: str, graph: dict, params: dict) 
                                 f"does not store")
 
 
-def _read_native(archive: Archive, native, where: str) -> dict | None:
-    if native is None:
+def _read_native(archive: Archive, data, where: str, graph: dict) -> NativeCode | None:
+    """The native code of an entry point, checked: allow-listed externals, well-formed kernel
+    specs, and a kernel for every fusion group of the graph that names one."""
+    if data is None:
         return None
-    _field(archive, native, "target_triple", str, f"{where}, native code")
-    for key in ("llvm_ir", "object"):
-        if native.get(key) is not None:
-            _member(archive, _field(archive, native, key, str, f"{where}, native code"))
-    return native
+    where = f"{where}, native code"
+    target = {key: _field(archive, data, key, str, where) for key in ("target_triple", "cpu", "cpu_features")}
+    ll_member = _field(archive, data, "llvm_ir", str, where)
+    ll = _read_text(archive, ll_member)
+    native.check_externals(ll, f"{archive.source}: member '{ll_member}'")
+    obj = None
+    if data.get("object") is not None:
+        obj_member = _field(archive, data, "object", str, where)
+        obj = _member(archive, obj_member)
+        native.check_object(obj, f"{archive.source}: member '{obj_member}'")
+    try:
+        kernels = tuple(LaunchSpec.from_json(k) for k in _field(archive, data, "kernels", list, where))
+    except ModelError as e:
+        raise archive.error(f"{where}: {e}") from None
+    _check_kernels(archive, where, graph, kernels)
+    return NativeCode(target, ll, obj, kernels, _dynamic(archive, data.get("dynamic", []), where))
+
+
+def _check_kernels(archive: Archive, where: str, graph: dict, kernels: tuple) -> None:
+    by_name = {k.name: k for k in kernels}
+    if len(by_name) != len(kernels):
+        raise archive.error(f"{where}: two kernels have the same name")
+    for node in _all_nodes(graph["nodes"]):
+        name = node.get("attrs", {}).get("kernel")
+        if node["kind"] not in GROUPS or name is None:
+            continue
+        spec = by_name.get(name) if isinstance(name, str) else None
+        if spec is None:
+            raise archive.error(f"{where}: the graph runs kernel {name!r}, which the file does not describe")
+        if len(node["inputs"]) != len(spec.inputs) or len(node["outputs"]) != len(spec.output_dtypes):
+            raise archive.error(f"{where}: kernel '{name}' takes {len(spec.inputs)} inputs and returns "
+                                f"{len(spec.output_dtypes)} values, but its {node['kind']} node has "
+                                f"{len(node['inputs'])} and {len(node['outputs'])}")
+
+
+def _dynamic(archive: Archive, data, where: str) -> list:
+    ok = isinstance(data, list) and all(
+        isinstance(p, list) and len(p) == 2 and type(p[0]) is int and isinstance(p[1], list)
+        and all(type(d) is int for d in p[1]) for p in data)
+    if not ok:
+        raise archive.error(f"{where}: 'dynamic' must be a list of [input index, [dims]] pairs, got {data!r}")
+    return data
 
 
 def attribute_tree(params: dict) -> dict:
@@ -251,11 +340,16 @@ class Model:
         self.params: dict = saved.params  #: name -> array; in-place writes change later runs
         self.entry_points: dict = saved.entry_points
         self._tree = attribute_tree(self.params)
+        self.native: dict = {}  #: entry point name -> NativeState, for the entry points with native code
         self._programs = {name: self._program(e) for name, e in self.entry_points.items()}
 
     def _program(self, entry: EntryPoint) -> Program:
+        launchers = {}
+        if entry.native is not None:
+            state = self.native[entry.name] = link_native(entry.native, f"{self.source}: entry point '{entry.name}'")
+            launchers = state.launchers
         try:
-            return Program(entry.graph, ArrayDomain(entry.constants))
+            return Program(entry.graph, ArrayDomain(entry.constants, launchers))
         except ModelError as e:
             raise ModelError(f"{self.source}: entry point '{entry.name}': {e}") from None
 
@@ -298,6 +392,61 @@ class Model:
 
     def __repr__(self) -> str:
         return f"<tscript_runtime.Model {self.signature} from {self.source}>"
+
+
+@dataclass
+class NativeState:
+    """How an entry point's native code runs in this process."""
+    code: NativeCode
+    mode: str           #: "object" (stored object code), "recompiled" (the IR, for this CPU) or "reference"
+    reason: str = ""    #: why native code is not used (mode "reference")
+    launchers: dict = field(default_factory=dict)  #: kernel name -> launcher
+    library: object = None  #: the linked code, kept alive as long as the model
+
+    def describe(self) -> str:
+        """One line for people: target, kernel count and how the code runs here."""
+        t, n = self.code.target, len(self.code.kernels)
+        features = sum(f.startswith("+") for f in t["cpu_features"].split(","))
+        head = f"{n} kernel{'s' * (n != 1)} for {t['target_triple']}, CPU {t['cpu']} ({features} features)"
+        if self.mode == "object":
+            return f"{head}; running the stored object code"
+        if self.mode == "recompiled":
+            return f"{head}; recompiled from the LLVM IR for this CPU ({native.host()['cpu']})"
+        return f"{head}; not usable here ({self.reason}): fusion groups run on the reference kernels"
+
+
+def link_native(code: NativeCode, where: str) -> NativeState:
+    """Link an entry point's kernels into this process: the stored object code when it was built for
+    exactly this host, else the IR compiled for this CPU. When neither works, a warning and a state
+    without launchers (the executor then interprets the fusion groups' subgraphs)."""
+    if not code.kernels:
+        return NativeState(code, "object")
+    try:
+        obj, mode = _host_object(code)
+        externals = native.declared_externals(code.ll) | (native.object_externals(obj) or set())
+        library = native.NativeLibrary(obj, [k.name for k in code.kernels], externals)
+        launchers = {k.name: k.launcher(library.address(k.name)) for k in code.kernels}
+    except Exception as e:  # no llvmlite, no BLAS, an LLVM error: the reference kernels still give the answer
+        reason = _reason(e)
+        warnings.warn(f"{where}: native code cannot be used here ({reason}); its fusion groups run on the "
+                      f"reference kernels instead", RuntimeWarning, stacklevel=2)
+        return NativeState(code, "reference", reason)
+    return NativeState(code, mode, "", launchers, library)
+
+
+def _host_object(code: NativeCode) -> tuple[bytes, str]:
+    """Object code for this host and where it came from. Stored objects whose format cannot be
+    inspected for their externals are not used."""
+    if code.object is not None and native.fits_host(code.target) and native.object_externals(code.object) is not None:
+        return code.object, "object"
+    return native.compile_cached(code.ll), "recompiled"
+
+
+def _reason(e: Exception) -> str:
+    if isinstance(e, ImportError) and (e.name or "").startswith("llvmlite"):
+        return "llvmlite is not installed"
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0][:200] if text else ''}"
 
 
 def _output(spec, value):

@@ -10,6 +10,7 @@ import glob
 import hashlib
 import os
 import re
+import struct
 import threading
 
 from .errors import ModelError
@@ -71,6 +72,61 @@ def check_externals(ll_text: str, where: str = "stored LLVM IR") -> None:
     bad = sorted(declared_externals(ll_text) - ALLOWED_EXTERNALS)
     if bad:
         raise ModelError(f"{where} declares external function(s) not on the allow-list: {', '.join(bad)}")
+
+
+def object_externals(obj: bytes) -> set[str] | None:
+    """Names of the undefined symbols an ELF64 little-endian object references (what the linker
+    will resolve from the process), or None when the object is in another format. A malformed ELF
+    object is a ModelError."""
+    if obj[:6] != b"\x7fELF\x02\x01":
+        return None
+    try:
+        return _elf_undefined(obj)
+    except (struct.error, IndexError, ValueError, UnicodeDecodeError) as e:
+        raise ModelError(f"not a valid ELF object file ({e})") from None
+
+
+_SHT_SYMTAB = 2
+
+
+def _elf_undefined(obj: bytes) -> set[str]:
+    (shoff,) = struct.unpack_from("<Q", obj, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
+    # Section header: name, type, flags, addr, offset, size, link, info, addralign, entsize.
+    sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize) for i in range(shnum)]
+    names = set()
+    for _, kind, _, _, offset, size, link, _, _, entsize in sections:
+        if kind != _SHT_SYMTAB:
+            continue
+        strings = sections[link][4]
+        for at in range(offset + entsize, offset + size, entsize):  # entry 0 is the null symbol
+            name, _, _, section = struct.unpack_from("<IBBH", obj, at)
+            if section == 0 and name:  # SHN_UNDEF: resolved at link time
+                start = strings + name
+                names.add(obj[start:obj.index(b"\0", start)].decode())
+    return names
+
+
+def check_object(obj: bytes, where: str = "stored object code") -> bool:
+    """Refuse object code that references a function outside the allow-list (the linker would
+    resolve it from the process); False when the object's format cannot be inspected here."""
+    try:
+        names = object_externals(obj)
+    except ModelError as e:
+        raise ModelError(f"{where}: {e}") from None
+    if names is None:
+        return False
+    bad = sorted(names - ALLOWED_EXTERNALS)
+    if bad:
+        raise ModelError(f"{where} references external function(s) not on the allow-list: {', '.join(bad)}")
+    return True
+
+
+def fits_host(target: dict) -> bool:
+    """Was object code built for `target` (triple, cpu, features) built for exactly this host?"""
+    h = host()
+    return (target.get("target_triple"), target.get("cpu"), target.get("cpu_features")) == \
+        (h["triple"], h["cpu"], h["features"])
 
 
 def optimize_and_emit(ll_text: str) -> bytes:

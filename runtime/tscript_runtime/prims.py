@@ -3,12 +3,9 @@ function from its attributes. Values are whatever the executor's domain uses (nu
 runtime, tscript tensors in the compiler), so these only move values around."""
 from __future__ import annotations
 
+from operator import itemgetter
+
 from .errors import OpRuntimeError
-
-
-def _getattr(obj, name: str):
-    """A module attribute: saved models hold modules as dicts, tscript as nn.Module objects."""
-    return obj[name] if isinstance(obj, dict) else getattr(obj, name)
 
 
 def _raise(message=None):
@@ -45,7 +42,8 @@ PRIMS = {
     "tscript::FusionGroup": _fusion_group,
     "tscript::RowGroup": _fusion_group,
     "prim::Constant": _constant,
-    "prim::GetAttr": lambda attrs, domain: (lambda obj, name=attrs["name"]: _getattr(obj, name)),
+    # A module is a mapping from attribute name to value (saved models: nested dicts of arrays).
+    "prim::GetAttr": lambda attrs, domain: itemgetter(attrs["name"]),
     "prim::ListConstruct": lambda attrs, domain: (lambda *xs: list(xs)),
     "prim::TupleConstruct": lambda attrs, domain: (lambda *xs: tuple(xs)),
     "prim::DictConstruct": lambda attrs, domain: (lambda *kv: dict(zip(kv[::2], kv[1::2]))),

@@ -5,6 +5,7 @@ import threading
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import tscript as ts
 from tests.conftest import assert_close
@@ -576,3 +577,50 @@ def test_backward_in_several_threads_at_once():
     for t in threads:
         t.join()
     assert results == {k: 2.0 * k * k for k in range(1, 5)}
+
+
+# -- property: random broadcasting graphs agree with finite differences ----------------------------------
+
+BINARY = [lambda a, b: a + b, lambda a, b: a * b, lambda a, b: a - b * 2, lambda a, b: a / (b * b + 1),
+          lambda a, b: ts.maximum(a, b), lambda a, b: ts.where(a > b, a * b, a - b)]
+UNARY = [lambda a: a.sin(), lambda a: (-a * a).exp(), lambda a: a.tanh(), lambda a: a.sigmoid(), lambda a: a ** 2,
+         lambda a: a.sum(-1, keepdim=True), lambda a: a.mean(0), lambda a: a.softmax(-1), lambda a: a.abs()]
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_random_graphs_match_finite_differences(data):
+    shape = data.draw(st.lists(st.integers(1, 3), min_size=1, max_size=3), label="shape")
+    # the second input broadcasts: some of its dims are 1 or missing
+    other = [data.draw(st.sampled_from([1, s]), label="dim") for s in shape][data.draw(st.integers(0, len(shape))):]
+    seed = data.draw(st.integers(0, 2 ** 16), label="seed")
+    steps = data.draw(st.lists(st.tuples(st.booleans(), st.integers(0, 100)), min_size=1, max_size=4), label="ops")
+    rng = np.random.default_rng(seed)
+    a = ts.tensor(rng.standard_normal(shape), dtype=ts.float64, requires_grad=True)
+    b = ts.tensor(rng.standard_normal(other), dtype=ts.float64, requires_grad=True)
+
+    def fn(a, b):
+        y = a
+        for binary, k in steps:
+            y = BINARY[k % len(BINARY)](y, b) if binary else UNARY[k % len(UNARY)](y)
+        return y
+    assert ts.autograd.gradcheck(fn, (a, b), eps=1e-6, atol=1e-5, rtol=1e-3)
+
+
+# -- memory ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("build", [lambda x: x.exp(), lambda x: x.sort()[0], lambda x: x.max(0)[0],
+                                   lambda x: (x * 2).sigmoid().sum(), lambda x: x.unbind()[1]])
+def test_graphs_are_freed_by_reference_counting(build):
+    """No reference cycles: a graph goes away with its last tensor, without the cycle collector."""
+    import gc
+    import weakref
+    x = leaf([1.0, 2.0, 3.0])
+    gc.disable()
+    try:
+        y = build(x)
+        node = weakref.ref(y.grad_fn)
+        del y
+        assert node() is None
+    finally:
+        gc.enable()

@@ -263,3 +263,58 @@ def test_gradcheck_of_custom_functions():
     assert gradcheck(MulAdd.apply, (x, y))
     assert gradgradcheck(lambda t: ScaledCube.apply(t, 1.5), (x,))
     assert gradcheck(lambda t: SortWithIndices.apply(t)[0], (x,))
+
+
+class SavesItsOutput(Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = x.exp()
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        y, = ctx.saved_tensors
+        return grad * y
+
+
+def test_a_saved_output_keeps_its_graph_position_and_version():
+    x = leaf([1.0, 2.0], dtype=ts.float64)
+    g, = ts.autograd.grad(SavesItsOutput.apply(x).sum(), x, create_graph=True)
+    h, = ts.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(h.numpy(), np.exp([1.0, 2.0]))
+    y = SavesItsOutput.apply(x)
+    y.add_(1)
+    with pytest.raises(RuntimeError, match="which is output 0 of SavesItsOutput, is at version 1; expected "
+                                           "version 0 instead"):
+        y.sum().backward()
+
+
+def test_a_function_graph_is_freed_without_the_cycle_collector():
+    import gc
+    import weakref
+    gc.disable()
+    try:
+        y = SavesItsOutput.apply(leaf([1.0]))
+        node = weakref.ref(y.grad_fn)
+        del y
+        assert node() is None
+    finally:
+        gc.enable()
+
+
+def test_non_tensor_outputs_pass_through():
+    class WithCount(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, 7
+
+        @staticmethod
+        def backward(ctx, grad, _):
+            assert _ is None
+            return grad * 2
+    x = leaf([1.0])
+    y, count = WithCount.apply(x)
+    assert count == 7
+    y.sum().backward()
+    assert x.grad.tolist() == [2.0]

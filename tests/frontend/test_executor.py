@@ -8,7 +8,7 @@ import pytest
 
 import tscript as ts
 from tscript.frontend.modules import TensorDomain
-from tscript.ir import Graph, tensor_type
+from tscript.ir import Graph, Value, tensor_type
 from tscript.ir.serialize import graph_to_json
 from tscript.ir.types import BOOL, INT, TENSOR
 from tscript_runtime.errors import ModelError
@@ -25,7 +25,7 @@ def run(graph: Graph, *inputs, domain=None):
 
 def op(graph: Graph, kind: str, *inputs, type=TENSOR):
     """Insert `kind(inputs)` with one output at the insertion point; Python numbers become constants."""
-    values = [graph.constant(i) if not hasattr(i, "uses") else i for i in inputs]
+    values = [i if isinstance(i, Value) else graph.constant(i) for i in inputs]
     return graph.insert(kind, values, 1, types=[type]).output
 
 

@@ -263,12 +263,13 @@ def test_more_entry_points_need_no_format_change(path):
 
 
 def test_native_code_members_are_checked(path):
-    native = {"target_triple": "x86_64-unknown-linux-gnu", "cpu_features": "+avx2", "llvm_ir": "forward.ll"}
+    native = {"target_triple": "x86_64-unknown-linux-gnu", "cpu": "x86-64", "cpu_features": "+avx2",
+              "llvm_ir": "forward.ll", "object": None, "kernels": []}
     rewrite(path, lambda m: m["entry_points"]["forward"].update(native=native))
     refused(path, "member 'forward.ll' is not listed in the manifest")
     rewrite(path, lambda m: m["entry_points"]["forward"].update(native=native),
             members={"forward.ll": b"; ModuleID = 'forward'\n"})
-    assert rt.load(path).entry_points["forward"].native == native
+    assert rt.load(path).entry_points["forward"].native.ll == "; ModuleID = 'forward'\n"
 
 
 # -- any field of any type --------------------------------------------------------------------------

@@ -358,6 +358,9 @@ def _copy(grad):
 
 NOT_DIFFERENTIABLE |= {f"aten::{n}" for n in ("argmax", "argmin", "all", "any", "count_nonzero", "argsort",
                                               "unique", "nonzero", "nonzero_numpy")}
+# Tensors read as Python values by scripted code (tscript_runtime/ops/scalar.py).
+NOT_DIFFERENTIABLE |= {f"aten::{n}" for n in ("Int.Tensor", "Float.Tensor", "Bool.Tensor", "item", "numel", "size.all",
+                                              "is_floating_point")}
 
 
 def _dims(dim, ndim: int) -> tuple:

@@ -3,17 +3,14 @@
 Every formula is written with ops that are themselves differentiable (im2col, col2im, matmul,
 scatter_add, the pooling adjoints), so double backward works. A convolution's gradients are the
 two GEMMs of its im2col form; inputs that do not require grad get no gradient computed (the first
-layer's image gradient, a frozen weight's gradient).
+layer's image gradient, a frozen weight's gradient), and a convolution keeps its input only when
+the weight needs a gradient.
 """
 import math
 
 from tscript_runtime.ops.conv import conv_out_size, conv_param
 
 from .derivatives import call, derivative
-
-
-def _wants(t) -> bool:
-    return t is not None and t.requires_grad
 
 
 def _zeros(shape, like):
@@ -40,23 +37,30 @@ def _by_group(t, groups: int):
     return t.transpose(0, 1).reshape(groups, c // groups, n * math.prod(t.shape[2:]))
 
 
-def _conv4d_grads(grad, input, weight, bias, stride, padding, dilation, groups, wants):
+def _conv4d_grads(grad, input, shape, weight, weight_shape, stride, padding, dilation, groups, needs):
     """Gradients of a batched 2-D convolution from its im2col form, one GEMM per group:
-    input: col2im(W^T @ grad), weight: grad @ im2col(input)^T. `wants` says whether the
-    (original) input and weight need theirs."""
-    n, c, h, w = input.shape
-    o, cg, kh, kw = weight.shape
+    input: col2im(W^T @ grad), weight: grad @ im2col(input)^T, bias: grad summed."""
+    n, c, h, w = shape
+    o, cg, kh, kw = weight_shape
     go = _by_group(grad, groups)                                          # (G, O/G, N*L)
-    g_input = g_weight = None
-    if wants[0]:
+    g_input = g_weight = g_bias = None
+    if needs[0]:
         cols = weight.reshape(groups, o // groups, cg * kh * kw).transpose(1, 2) @ go
         cols = cols.reshape(c * kh * kw, n, -1).transpose(0, 1)          # (N, C*kh*kw, L), a view
         g_input = call("aten::col2im", cols, (h, w), (kh, kw), dilation, padding, stride)
-    if wants[1]:
+    if needs[1]:
         cols = _by_group(call("aten::im2col", input, (kh, kw), dilation, padding, stride), groups)
-        g_weight = (go @ cols.transpose(1, 2)).reshape(weight.shape)
-    g_bias = grad.sum(dim=(0, 2, 3)) if bias is not None else None
+        g_weight = (go @ cols.transpose(1, 2)).reshape(weight_shape)
+    if needs[2]:
+        g_bias = grad.sum(dim=(0, 2, 3))
     return g_input, g_weight, g_bias
+
+
+def _batch(grad, input, shape, batched: bool):
+    """An unbatched call's tensors and input shape with a batch dim of 1."""
+    if batched:
+        return grad, input, tuple(shape)
+    return grad.unsqueeze(0), None if input is None else input.unsqueeze(0), (1,) + tuple(shape)
 
 
 def _unbatch(grads, batched: bool):
@@ -66,56 +70,60 @@ def _unbatch(grads, batched: bool):
     return g_input, g_weight, g_bias
 
 
-@derivative("aten::conv2d")
-def _conv2d(grad, input, weight, bias, stride, padding, dilation, groups):
-    batched, wants = input.dim() == 4, (_wants(input), _wants(weight))
-    if not batched:
-        input, grad = input.unsqueeze(0), grad.unsqueeze(0)
-    grads = _conv4d_grads(grad, input, weight, bias, conv_param("conv2d", "stride", stride, 2),
-                          conv_param("conv2d", "padding", padding, 2),
-                          conv_param("conv2d", "dilation", dilation, 2), groups, wants)
-    return _unbatch(grads, batched)
+# The input is read only for the weight's gradient and the weight only for the input's.
+_SAVE_IF = {"input": ("weight",), "weight": ("input",)}
 
 
-@derivative("aten::conv1d")
-def _conv1d(grad, input, weight, bias, stride, padding, dilation, groups):
+@derivative("aten::conv2d", save_if=_SAVE_IF)
+def _conv2d(grad, input, input_shape, weight, weight_shape, stride, padding, dilation, groups, needs_input_grad):
+    batched = len(input_shape) == 4
+    grad, input, shape = _batch(grad, input, input_shape, batched)
+    params = [conv_param("conv2d", name, v, 2) for name, v in
+              (("stride", stride), ("padding", padding), ("dilation", dilation))]
+    return _unbatch(_conv4d_grads(grad, input, shape, weight, weight_shape, *params, groups, needs_input_grad),
+                    batched)
+
+
+@derivative("aten::conv1d", save_if=_SAVE_IF)
+def _conv1d(grad, input, input_shape, weight, weight_shape, stride, padding, dilation, groups, needs_input_grad):
     """A conv1d is a conv2d over height-1 images."""
-    batched, wants = input.dim() == 3, (_wants(input), _wants(weight))
-    if not batched:
-        input, grad = input.unsqueeze(0), grad.unsqueeze(0)
-    params = [(1,) + conv_param("conv1d", name, v, 1) for name, v in
-              (("stride", stride), ("dilation", dilation))]
-    pad = (0,) + conv_param("conv1d", "padding", padding, 1)
-    g_input, g_weight, g_bias = _conv4d_grads(grad.unsqueeze(2), input.unsqueeze(2), weight.unsqueeze(2), bias,
-                                              params[0], pad, params[1], groups, wants)
+    batched = len(input_shape) == 3
+    grad, input, shape = _batch(grad, input, input_shape, batched)
+    params = [(first,) + conv_param("conv1d", name, v, 1) for name, v, first in
+              (("stride", stride, 1), ("padding", padding, 0), ("dilation", dilation, 1))]
+    shape4, wshape4 = shape[:2] + (1,) + shape[2:], tuple(weight_shape[:2]) + (1,) + tuple(weight_shape[2:])
+    g_input, g_weight, g_bias = _conv4d_grads(
+        grad.unsqueeze(2), None if input is None else input.unsqueeze(2), shape4,
+        None if weight is None else weight.unsqueeze(2), wshape4, *params, groups, needs_input_grad)
     g_input = g_input.squeeze(2) if g_input is not None else None
     g_weight = g_weight.squeeze(2) if g_weight is not None else None
     return _unbatch((g_input, g_weight, g_bias), batched)
 
 
-@derivative("aten::conv_transpose2d")
-def _conv_transpose2d(grad, input, weight, bias, stride, padding, output_padding, groups, dilation):
+@derivative("aten::conv_transpose2d", save_if=_SAVE_IF)
+def _conv_transpose2d(grad, input, input_shape, weight, weight_shape, stride, padding, output_padding, groups,
+                      dilation, needs_input_grad):
     """The transposed convolution's adjoint is a convolution: im2col of the output gradient, then
-    the two GEMMs."""
-    batched, wants = input.dim() == 4, (_wants(input), _wants(weight))
-    if not batched:
-        input, grad = input.unsqueeze(0), grad.unsqueeze(0)
+    one GEMM per group for each gradient."""
+    batched = len(input_shape) == 4
+    grad, input, (n, cin, h, w) = _batch(grad, input, input_shape, batched)
     stride, padding, dilation = (conv_param("conv_transpose2d", name, v, 2) for name, v in
                                  (("stride", stride), ("padding", padding), ("dilation", dilation)))
-    n, cin, h, w = input.shape
-    cog, kh, kw = weight.shape[1:]
-    cols = call("aten::im2col", grad, (kh, kw), dilation, padding, stride)
-    grid = [conv_out_size(grad.shape[2 + i], (kh, kw)[i], stride[i], padding[i], dilation[i]) for i in range(2)]
-    if grid != [h, w]:  # output_padding >= stride adds windows past the input's last position
-        cols = cols.reshape(n, -1, *grid)[:, :, :h, :w].reshape(n, cols.shape[1], h * w)
-    cols = _by_group(cols, groups)                                       # (G, Cout/G*kh*kw, N*L)
-    g_input = g_weight = None
-    if wants[0]:
-        g = weight.reshape(groups, cin // groups, cog * kh * kw) @ cols
-        g_input = g.reshape(cin, n, h, w).transpose(0, 1)
-    if wants[1]:
-        g_weight = (_by_group(input, groups) @ cols.transpose(1, 2)).reshape(weight.shape)
-    g_bias = grad.sum(dim=(0, 2, 3)) if bias is not None else None
+    cog, kh, kw = weight_shape[1:]
+    g_input = g_weight = g_bias = None
+    if needs_input_grad[0] or needs_input_grad[1]:
+        cols = call("aten::im2col", grad, (kh, kw), dilation, padding, stride)
+        grid = [conv_out_size(grad.shape[2 + i], (kh, kw)[i], stride[i], padding[i], dilation[i]) for i in range(2)]
+        if grid != [h, w]:  # output_padding >= stride adds windows past the input's last position
+            cols = cols.reshape(n, -1, *grid)[:, :, :h, :w].reshape(n, cols.shape[1], h * w)
+        cols = _by_group(cols, groups)                                   # (G, Cout/G*kh*kw, N*L)
+        if needs_input_grad[0]:
+            g = weight.reshape(groups, cin // groups, cog * kh * kw) @ cols
+            g_input = g.reshape(cin, n, h, w).transpose(0, 1)
+        if needs_input_grad[1]:
+            g_weight = (_by_group(input, groups) @ cols.transpose(1, 2)).reshape(weight_shape)
+    if needs_input_grad[2]:
+        g_bias = grad.sum(dim=(0, 2, 3))
     return _unbatch((g_input, g_weight, g_bias), batched)
 
 

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import functools
+import weakref
 
 from . import anomaly
 from .grad_mode import no_grad, state as grad_state
-from .graph import FREED_MESSAGE, Node, SavedTensor, edge
+from .graph import FREED_MESSAGE, Node, SavedOutput, SavedTensor, edge
 
 
 class FunctionCtx:
@@ -15,6 +16,7 @@ class FunctionCtx:
         self.needs_input_grad = tuple(bool(getattr(a, "_requires_grad", False)) for a in inputs)
         self._saved = ()
         self._freed = False
+        self._node = None  # weak reference to the node running `backward`
         self.non_differentiable: set[int] = set()
         self.materialize_grads = True
 
@@ -27,7 +29,8 @@ class FunctionCtx:
         """The tensors given to `save_for_backward` (checked for in-place changes since)."""
         if self._freed:
             raise RuntimeError(FREED_MESSAGE)
-        return tuple(s.unpack() if s is not None else None for s in self._saved)
+        owner = self._node() if self._node is not None else None
+        return tuple(s.unpack(owner) if s is not None else None for s in self._saved)
 
     def mark_non_differentiable(self, *tensors) -> None:
         """These outputs do not require grad (e.g. indices)."""
@@ -60,7 +63,8 @@ class FunctionBackward(Node):
     def apply(self, grads: list) -> list:
         from .._creation import zeros
         if self.ctx.materialize_grads:
-            grads = [g if g is not None else zeros(s, dtype=d) for g, (s, d) in zip(grads, self.output_metas)]
+            grads = [zeros(meta[0], dtype=meta[1]) if g is None and meta is not None else g
+                     for g, meta in zip(grads, self.output_metas)]
         out = self.fn_cls.backward(self.ctx, *grads)
         out = out if isinstance(out, tuple) else (out,)
         if len(out) != self.n_inputs:
@@ -115,14 +119,33 @@ class Function:
         if not (grad_state.enabled and any(ctx.needs_input_grad)):
             return out
         outputs = out if isinstance(out, tuple) else (out,)
-        outputs = tuple(o.detach() if any(o is a for a in args) else o for o in outputs)
-        metas = [(o._data.shape, o._data.dtype) for o in outputs]
+        outputs = tuple(_fresh(o, args, ctx) for o in outputs)
+        metas = [(o._data.shape, o._data.dtype) if hasattr(o, "_data") else None for o in outputs]
         node = FunctionBackward(cls, ctx, args, metas)
         anomaly.remember(node)
         for nr, o in enumerate(outputs):
-            if id(o) not in ctx.non_differentiable and o._data.dtype.kind == "f":
+            if metas[nr] is not None and id(o) not in ctx.non_differentiable and o._data.dtype.kind == "f":
                 o._requires_grad, o.grad_fn, o._output_nr = True, node, nr
+        _own_saved_outputs(ctx, node)
         return outputs if isinstance(out, tuple) else outputs[0]
+
+
+def _fresh(output, args: tuple, ctx: FunctionCtx):
+    """An input returned as an output is returned as a new tensor sharing its data."""
+    if not any(output is a for a in args):
+        return output
+    alias = output.detach()
+    if id(output) in ctx.non_differentiable:
+        ctx.non_differentiable.add(id(alias))
+    return alias
+
+
+def _own_saved_outputs(ctx: FunctionCtx, node) -> None:
+    """Saved outputs of this very call are kept without their tensor, which points at the node
+    (a reference cycle); the ctx reaches the node weakly."""
+    ctx._node = weakref.ref(node)
+    ctx._saved = tuple(SavedOutput(s.tensor, node) if s is not None and s.tensor.grad_fn is node else s
+                       for s in ctx._saved)
 
 
 def once_differentiable(backward):

@@ -149,18 +149,19 @@ class SavedTensor:
 class SavedOutput(SavedTensor):
     """An op's own output, saved as its data and graph position rather than as the tensor: the
     tensor points at the node, which would make a reference cycle (PyTorch does the same).
-    `grad_fn` is None when it is the saving node itself (given to `unpack` as `owner`)."""
+    `grad_fn` is None when it is the saving node itself (given to `unpack` as `owner`). With
+    `check=False` in-place changes are not errors (for outputs a formula may not read)."""
     __slots__ = ("data", "vc", "grad_fn", "output_nr")
 
-    def __init__(self, tensor, owner):
-        self.data, self.vc, self.version = tensor._data, tensor._vc, tensor._vc[0]
+    def __init__(self, tensor, owner, check: bool = True):
+        self.data, self.vc, self.version = tensor._data, tensor._vc, tensor._vc[0] if check else None
         self.grad_fn = None if tensor.grad_fn is owner else tensor.grad_fn
         self.output_nr = tensor._output_nr
 
     def unpack(self, owner=None):
         from .._tensor import _make
         grad_fn = self.grad_fn or owner
-        if self.vc[0] != self.version:
+        if self.version is not None and self.vc[0] != self.version:
             where = f", which is output {self.output_nr} of {short_name(grad_fn)}," if grad_fn else ""
             raise RuntimeError(modified_message(self.data, where, self.vc[0], self.version))
         t = _make(self.data)

@@ -250,8 +250,8 @@ def _connect(outputs, node) -> None:
 def _save_result(node, outputs, wanted: bool) -> None:
     if not wanted:
         node.saved["result"] = None
-    elif node.multi_output:
-        node.saved["result"] = tuple(outputs)
+    elif node.multi_output:  # formulas read some of the outputs (e.g. indices): changes to others are fine
+        node.saved["result"] = tuple(SavedOutput(o, node, check=False) for o in outputs)
     else:
         node.saved["result"], node.holds_tensors = SavedOutput(outputs[0], node), True
 

@@ -10,8 +10,10 @@ from typing import Callable
 from llvmlite import ir
 
 from tscript_runtime import dtypes as dt
+from tscript_runtime.ops import TensorMeta
 
-from .mathlib import F32_FUNCTIONS, FAST, libm
+from ..ir.types import TensorType
+from .mathlib import FAST, float_function
 
 LLVM_TYPES = {dt.float32: ir.FloatType(), dt.float64: ir.DoubleType(), dt.int64: ir.IntType(64),
               dt.int32: ir.IntType(32), dt.bool_: ir.IntType(1)}
@@ -72,10 +74,7 @@ class Emitter:
 
 def _float_fn(name):
     def lower(e: Emitter, args, cdt, node):
-        (x,) = args[:1]
-        if cdt == dt.float32 and name in F32_FUNCTIONS:
-            return F32_FUNCTIONS[name](e.b, x)
-        return libm(e.b, name, x)
+        return float_function(e.b, name, args[0])
     return lower
 
 
@@ -101,7 +100,8 @@ def _extremum(name):
         x, y = args
         if dt.is_float(cdt):  # NaN-propagating, as PyTorch's maximum/minimum
             return e.intrinsic("llvm.maximum" if name == "max" else "llvm.minimum", x, y)
-        cmp = e.b.icmp_signed(">" if name == "max" else "<", x, y)
+        icmp = e.b.icmp_unsigned if cdt == dt.bool_ else e.b.icmp_signed  # i1 true is -1 when signed
+        cmp = icmp(">" if name == "max" else "<", x, y)
         return e.select(cmp, x, y)
     return lower
 
@@ -129,7 +129,8 @@ def _sqrt(e, args, cdt, node):
 
 
 def _rsqrt(e, args, cdt, node):
-    return e.b.fdiv(e.const(1, cdt), e.intrinsic("llvm.sqrt", args[0]), flags=FAST)
+    # no fast-math flags: with them x86 uses its approximate rsqrt (wrong at 0, inf and denormals)
+    return e.b.fdiv(e.const(1, cdt), e.intrinsic("llvm.sqrt", args[0]))
 
 
 def _reciprocal(e, args, cdt, node):
@@ -167,9 +168,42 @@ def _to(e, args, cdt, node):
 
 def _pow(e, args, cdt, node):
     x, y = args
-    if not dt.is_float(cdt):
-        return None
+    k = y.constant if isinstance(y, ir.Constant) else None
+    if not dt.is_float(cdt):  # a constant exponent >= 0 (see `accepts`): repeated squaring, wrapping
+        return _int_pow(e, x, int(k), cdt)
+    if k in _POW_SPECIAL:  # as PyTorch's pow with these scalar exponents: exact products, sqrt, 1/x
+        return _POW_SPECIAL[k](e, x, cdt)
     return e.b.call(_pow_fn(e, cdt), [x, y])
+
+
+def _int_pow(e: Emitter, x, k: int, cdt):
+    result, base = e.const(1, cdt), x
+    while k:
+        if k & 1:
+            result = e.arith("mul", result, base, cdt)
+        k >>= 1
+        if k:
+            base = e.arith("mul", base, base, cdt)
+    return result
+
+
+def _square(e, x, cdt):
+    return e.arith("mul", x, x, cdt)
+
+
+_POW_SPECIAL = {
+    0: lambda e, x, cdt: e.const(1, cdt), 1: lambda e, x, cdt: x, 2: _square,
+    3: lambda e, x, cdt: e.arith("mul", _square(e, x, cdt), x, cdt),
+    0.5: lambda e, x, cdt: _sqrt(e, [x], cdt, None), -0.5: lambda e, x, cdt: _rsqrt(e, [x], cdt, None),
+    -1: lambda e, x, cdt: _reciprocal(e, [x], cdt, None),
+    -2: lambda e, x, cdt: _reciprocal(e, [_square(e, x, cdt)], cdt, None),
+}
+
+
+def _pow_accepts(constants, cdt) -> bool:
+    """Integer pow only with a constant exponent >= 0 (PyTorch raises for negative ones at run time)."""
+    k = constants[1]
+    return dt.is_float(cdt) or isinstance(k, int) and not isinstance(k, bool) and k >= 0
 
 
 def _pow_fn(e, cdt):
@@ -183,8 +217,9 @@ class Lowering:
     """How one op becomes scalar code: `fn(emitter, values, compute dtype, node)`; the first
     `n_values` inputs are values (the rest are attributes such as dtype or rounding mode); the
     compute dtype rule is "promote" (PyTorch promotion), "float" (ints lift to the default float),
-    "where" (promotion of the two branches) or "self" (the first input's dtype); `accepts(constants)`
-    says whether the attribute inputs have values the lowering handles."""
+    "where" (promotion of the two branches) or "self" (the first input's dtype);
+    `accepts(constants, compute dtype)` says whether the lowering handles the node: `constants` has the
+    value of each constant input (a placeholder object for the others)."""
     fn: Callable
     n_values: int
     compute: str
@@ -198,7 +233,7 @@ def _row(fn, n_values, compute, accepts=None):
 # op name -> Lowering (one row per op)
 LOWERINGS = {
     "aten::add": (_binary("add"), 3, "promote"), "aten::sub": (_binary("sub"), 3, "promote"),
-    "aten::mul": (_binary("mul"), 2, "promote"), "aten::div": (_div, 2, "float", lambda c: c[2] is None),
+    "aten::mul": (_binary("mul"), 2, "promote"), "aten::div": (_div, 2, "float", lambda c, cdt: c[2] is None),
     "aten::maximum": (_extremum("max"), 2, "promote"), "aten::minimum": (_extremum("min"), 2, "promote"),
     "aten::neg": (_neg, 1, "promote"), "aten::abs": (_abs, 1, "promote"), "aten::relu": (_relu, 1, "promote"),
     "aten::exp": (_float_fn("exp"), 1, "float"), "aten::log": (_float_fn("log"), 1, "float"),
@@ -214,7 +249,36 @@ LOWERINGS = {
     "aten::lt": (_compare("lt"), 2, "promote"), "aten::le": (_compare("le"), 2, "promote"),
     "aten::gt": (_compare("gt"), 2, "promote"), "aten::ge": (_compare("ge"), 2, "promote"),
     "aten::logical_and": (_logical("and"), 2, "promote"), "aten::logical_or": (_logical("or"), 2, "promote"),
-    "aten::logical_xor": (_logical("xor"), 2, "promote"), "aten::to": (_to, 1, "self", lambda c: not c[2]),
-    "aten::pow": (_pow, 2, "promote", lambda c: True),
+    "aten::logical_xor": (_logical("xor"), 2, "promote"), "aten::to": (_to, 1, "self", lambda c, cdt: not c[2]),
+    "aten::pow": (_pow, 2, "promote", _pow_accepts),
 }
 LOWERINGS = {k: _row(*v) for k, v in LOWERINGS.items()}
+
+
+def representative(value, constants: dict):
+    """What a graph value looks like to the promotion rule (TensorMeta for tensors, Python values for
+    scalars; a constant's own value)."""
+    if value in constants:
+        return constants[value]
+    t = value.type
+    if isinstance(t, TensorType):
+        return TensorMeta((1,) * (t.rank or 0), t.dtype)
+    return {"int": 0, "float": 0.0, "bool": False}[t.name]
+
+
+def compute_dtype(rule: str, values: list):
+    """The dtype a lowering computes in, from the representatives of its value inputs (None: absent)."""
+    reps = [v for v in values if v is not None]
+    if rule == "self":
+        return reps[0].dtype
+    if rule == "where":
+        reps = reps[1:3]
+    out = dt.result_type(*reps)
+    return dt.float_result(out) if rule == "float" else out
+
+
+def node_compute_dtype(low: Lowering, node, constants: dict):
+    """The compute dtype of `node` under lowering `low`; `constants` maps constant scalar inputs to values."""
+    reps = [None if v in constants and constants[v] is None else representative(v, constants)
+            for v in node.inputs[:low.n_values]]
+    return compute_dtype(low.compute, reps)

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from tscript_runtime import dtypes as dt
-from tscript_runtime.ops import TensorMeta
 
 from ..ir.graph import Graph, Value
 from ..ir.types import TensorType
-from .elementwise import LLVM_TYPES, LOWERINGS, MEMORY_TYPES, Emitter
+from .elementwise import LLVM_TYPES, LOWERINGS, MEMORY_TYPES, Emitter, node_compute_dtype
 
 I64, I8P, F64 = ir.IntType(64), ir.IntType(8).as_pointer(), ir.DoubleType()
 
@@ -37,26 +36,6 @@ def _dtype_of(v: Value):
     if isinstance(t, TensorType):
         return t.dtype
     return {"int": dt.int64, "float": dt.float64, "bool": dt.bool_}[t.name]
-
-
-def _representative(graph_value: Value, constants: dict):
-    """What a value looks like to the promotion rule (TensorMeta for tensors, Python values for scalars)."""
-    if graph_value in constants:
-        return constants[graph_value]
-    t = graph_value.type
-    if isinstance(t, TensorType):
-        return TensorMeta((1,) * (t.rank or 0), t.dtype)
-    return {"int": 0, "float": 0.0, "bool": False}[t.name]
-
-
-def compute_dtype(rule: str, values: list):
-    reps = [v for v in values if v is not None]
-    if rule == "self":
-        return reps[0].dtype
-    if rule == "where":
-        reps = reps[1:3]
-    out = dt.result_type(*reps)
-    return dt.float_result(out) if rule == "float" else out
 
 
 def build_kernel(graph: Graph, name: str, module: ir.Module) -> KernelSpec:
@@ -131,11 +110,10 @@ def _body(b, graph: Graph, bases, offsets, scalars, arrays):
 def _lower_node(e: Emitter, node, values: dict, constants: dict):
     low = LOWERINGS[node.kind]
     ins = node.inputs[:low.n_values]
-    reps = [_representative(v, constants) if not (v in constants and constants[v] is None) else None for v in ins]
-    cdt = compute_dtype(low.compute, reps)
+    cdt = node_compute_dtype(low, node, constants)
     args = []
-    for v, rep in zip(ins, reps):
-        if rep is None:
+    for v in ins:
+        if v in constants and constants[v] is None:
             args.append(None)
         elif v in constants:
             args.append(e.const(constants[v], cdt))

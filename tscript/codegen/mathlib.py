@@ -38,14 +38,19 @@ def _minmax(b, name, x, y):
 
 
 def exp_f32(b: ir.IRBuilder, x):
-    """e**x: x = n*ln2 + r with |r| <= ln2/2, e**r by a degree-6 polynomial, 2**n by exponent bits."""
-    x = _minmax(b, "llvm.minnum", _minmax(b, "llvm.maxnum", x, _c(-87.33654)), _c(88.72283))
-    n = _intrinsic(b, "llvm.rint", b.fmul(x, _c(1.0 / math.log(2.0)), flags=FAST))
-    r = b.fsub(x, b.fmul(n, _c(0.693145751953125), flags=FAST), flags=FAST)
+    """e**x: x = n*ln2 + r with |r| <= ln2/2, e**r by a degree-7 polynomial, 2**n as the product of two
+    exponent-bit powers (so results reach the denormals and overflow to inf exactly where float32
+    does); NaN passes through."""
+    xc = _minmax(b, "llvm.minnum", _minmax(b, "llvm.maxnum", x, _c(-104.0)), _c(88.8))
+    n = _intrinsic(b, "llvm.rint", b.fmul(xc, _c(1.0 / math.log(2.0)), flags=FAST))
+    r = b.fsub(xc, b.fmul(n, _c(0.693145751953125), flags=FAST), flags=FAST)
     r = b.fsub(r, b.fmul(n, _c(1.428606765330187e-06), flags=FAST), flags=FAST)
     p = _poly(b, r, [1.0, 1.0, 0.5, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040])
-    bits = b.shl(b.add(b.fptosi(n, I32), I32(127)), I32(23))
-    return b.fmul(p, b.bitcast(bits, F32), flags=FAST)
+    ni = b.fptosi(n, I32)
+    half = b.ashr(ni, I32(1))
+    for k in (half, b.sub(ni, half)):  # each power is a normal float for n in [-150, 128]
+        p = b.fmul(p, b.bitcast(b.shl(b.add(k, I32(127)), I32(23)), F32), flags=FAST)
+    return b.select(b.fcmp_unordered("uno", x, x), x, p)
 
 
 def log_f32(b: ir.IRBuilder, x):
@@ -112,5 +117,18 @@ def libm(b: ir.IRBuilder, name: str, x):
     return b.call(fn, [x])
 
 
-# op -> float32 inline implementation; float64 goes to libm under the same name.
+def sigmoid_libm(b: ir.IRBuilder, x):
+    """1 / (1 + e**-x) with libm's exp (C has no sigmoid)."""
+    one = ir.Constant(x.type, 1.0)
+    return b.fdiv(one, b.fadd(one, libm(b, "exp", b.fneg(x)), flags=FAST), flags=FAST)
+
+
+# op -> float32 inline implementation; float64 goes to libm under the same name (or to F64_FUNCTIONS).
 F32_FUNCTIONS = {"exp": exp_f32, "log": log_f32, "tanh": tanh_f32, "sigmoid": sigmoid_f32, "erf": erf_f32}
+F64_FUNCTIONS = {"sigmoid": sigmoid_libm}
+
+
+def float_function(b: ir.IRBuilder, name: str, x):
+    """`name`(x) for a float32 or float64 value: inline code, or libm."""
+    table = F32_FUNCTIONS if x.type == F32 else F64_FUNCTIONS
+    return table[name](b, x) if name in table else libm(b, name, x)

@@ -100,10 +100,10 @@ class ScriptFunction:
     def _run(self, args: tuple, module=None):
         """Run the graph on `args` (with `module` as %self for methods); tscript values out."""
         if grad_state.enabled and (_needs_grad(args) or (module is not None and _module_needs_grad(module))):
-            inputs = ((module,) if module is not None else ()) + tuple(args)
+            inputs = ((ModuleView(module, arrays=False),) if module is not None else ()) + tuple(args)
             outs = self._program("tensor").run(inputs)
         else:
-            inputs = ((_attr_tree(module),) if module is not None else ()) + tuple(to_arrays(a) for a in args)
+            inputs = ((ModuleView(module, arrays=True),) if module is not None else ()) + tuple(map(to_arrays, args))
             outs = to_tensors(self._program("array").run(inputs))
         return outs[0] if len(outs) == 1 else tuple(outs)
 
@@ -118,31 +118,32 @@ def _module_needs_grad(module) -> bool:
     return any(p._requires_grad for p in module.parameters())
 
 
-def _attr_tree(module) -> "_ArrayAttrs":
-    """`module` as the array domain's %self (what prim::GetAttr reads)."""
-    return _ArrayAttrs(module)
+def _attr_tree(module) -> "ModuleView":
+    """`module` as the array domain's %self (what prim::GetAttr reads), for other callers of Program."""
+    return ModuleView(module, arrays=True)
 
 
-class _ArrayAttrs:
-    """A module seen from the array domain: GetAttr gives the arrays of parameters and buffers
-    (shared, so in-place updates such as BatchNorm's statistics stick) and submodules as views like
-    this one. Attributes are looked up when read, so a reassigned parameter is always seen and a call
-    costs nothing for the parts of the model the graph does not read."""
-    __slots__ = ("__module",)
+class ModuleView:
+    """An nn.Module as the executor sees %self: a mapping from attribute name to value, read when
+    the graph's prim::GetAttr runs (so a reassigned parameter is always seen, and only what the graph
+    reads costs anything). Submodules are views too; with `arrays`, parameters and buffers are their
+    numpy arrays (shared, so in-place updates such as BatchNorm's statistics stick), else tensors."""
+    __slots__ = ("module", "arrays")
 
-    def __init__(self, module):
-        self.__module = module
+    def __init__(self, module, arrays: bool):
+        self.module, self.arrays = module, arrays
 
-    def __getattr__(self, name: str):
-        m = self.__module
-        for table in (m._parameters, m._buffers):
-            if name in table:
-                t = table[name]
-                return None if t is None else t._data
+    def __getitem__(self, name: str):
+        m = self.module
         if name in m._modules:
-            return _ArrayAttrs(m._modules[name])
-        value = getattr(m, name)
-        return value._data if isinstance(value, Tensor) else value
+            return ModuleView(m._modules[name], self.arrays)
+        if name in m._parameters:
+            value = m._parameters[name]
+        elif name in m._buffers:
+            value = m._buffers[name]
+        else:
+            value = getattr(m, name)
+        return value._data if self.arrays and isinstance(value, Tensor) else value
 
 
 class ScriptModule:

@@ -9,6 +9,12 @@ signature takes dtypes and sizes from the trace: the first dim of every tensor i
 symbolic size "batch", or, with `dynamic={input_index: dims}`, exactly the listed dims vary.
 Output shapes are found by running the graph at the example sizes and at other sizes of the
 symbolic dims: output dims that follow a symbol get its name, others that change are unknown.
+
+A `CompiledModel` (tscript.jit.compile) is saved with its optimized graph (fusion groups and
+their subgraphs included) and its native code: the LLVM IR, object code for this host, and in
+the manifest the target (triple, CPU, features) and the kernels' launch specs. Its signature is
+the graph's: the dims named in `compile(..., dynamic=)` are symbolic, all others fixed (the
+optimizer may have folded them into the code). Loading such a file gives a CompiledModel again.
 """
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ import json
 import numpy as np
 
 from tscript_runtime import dtypes as dt
+from tscript_runtime import native
 from tscript_runtime.archive import array_bytes, write_archive
 from tscript_runtime.errors import ModelError
 from tscript_runtime.executor import ArrayDomain, Program
@@ -29,6 +36,7 @@ from ..ir.graph import Graph
 from ..ir.passes.dce import eliminate_dead_code
 from ..ir.serialize import graph_from_json, graph_to_json
 from ..ir.types import DictType, ListType, ScalarType, TensorType, TupleType, Type
+from .compiled import CompiledModel, CompiledTrainingModel
 from .modules import ScriptFunction, ScriptModule
 
 BATCH = "batch"
@@ -39,7 +47,11 @@ def save(obj, f, dynamic: dict | None = None) -> None:
     """Write `obj` (a ScriptModule or ScriptFunction) to `f` (a path, written atomically, or a
     binary file object) as a `.tsm` saved model. `dynamic` maps an input index to the dims of that
     input that may vary (a list of dims, or a dict dim -> symbol name); by default the first dim of
-    every tensor input is the symbolic "batch" and the other dims are fixed."""
+    every tensor input is the symbolic "batch" and the other dims are fixed. A CompiledModel is
+    saved with its native code; its symbolic dims were chosen by `compile(..., dynamic=)`."""
+    if isinstance(obj, CompiledModel):
+        _save_compiled(obj, f, dynamic)
+        return
     if isinstance(obj, ScriptModule):
         module, fn = obj._module, obj._forward
     elif isinstance(obj, ScriptFunction):
@@ -52,14 +64,50 @@ def save(obj, f, dynamic: dict | None = None) -> None:
     params = _params(module, graph) if module is not None else {}
     signature = _signature(graph, module is not None, dynamic, params)
     members, param_entries = _param_members(params)
+    entry = _entry("forward", graph, signature, module is not None, members)
+    write_archive(f, FORMAT, VERSION, _payload(module, fn.name, param_entries, entry), members)
+
+
+def _payload(module, name: str, param_entries: dict, forward: dict) -> dict:
+    """The manifest (without the archive's own fields) of a module or function with one entry point."""
     payload = {"producer": f"tscript {_version()}", "kind": "module" if module is not None else "function",
-               "name": type(module).__name__ if module is not None else fn.name,
-               "params": param_entries,
-               "entry_points": {"forward": _entry("forward", graph, signature, module is not None, members)}}
+               "name": type(module).__name__ if module is not None else name,
+               "params": param_entries, "entry_points": {"forward": forward}}
     if module is not None:
-        payload["modules"] = {name: {"type": type(m).__name__, "training": m.training}
-                              for name, m in _named_modules(module)}
-    write_archive(f, FORMAT, VERSION, payload, members)
+        payload["modules"] = {path: {"type": type(m).__name__, "training": m.training}
+                              for path, m in _named_modules(module)}
+    return payload
+
+
+def _save_compiled(compiled: CompiledModel, f, dynamic) -> None:
+    if isinstance(compiled, CompiledTrainingModel):
+        raise TypeError("tscript.jit.save: models compiled with backward=True cannot be saved yet; compile "
+                        "without backward to save for inference")
+    if dynamic is not None:
+        raise ValueError("tscript.jit.save: the symbolic dims of a compiled model are chosen when it is compiled; "
+                         "pass dynamic= to tscript.jit.compile instead")
+    graph, module = compiled.graph, compiled.module
+    params = _params(module, graph) if module is not None else {}
+    inputs = graph.inputs[1:] if module is not None else graph.inputs
+    signature = Signature("forward", tuple((v.name, _spec(v.type)) for v in inputs),
+                          tuple(_spec(v.type) for v in graph.outputs))
+    members, param_entries = _param_members(params)
+    entry = _entry("forward", graph, signature, module is not None, members)
+    entry["native"] = _native_entry("forward", compiled, members)
+    write_archive(f, FORMAT, VERSION, _payload(module, compiled.name, param_entries, entry), members)
+
+
+def _native_entry(name: str, compiled: CompiledModel, members: dict) -> dict:
+    """The manifest entry of a compiled model's native code; adds its IR and object code to `members`."""
+    code = compiled.native
+    native.check_externals(code.ll, "the generated LLVM IR")  # never write a file the runtime refuses
+    members[f"{name}.ll"] = code.ll.encode()
+    members[f"{name}.o"] = code.object if code.object is not None else native.compile_cached(code.ll)
+    host = native.host()  # what the object code was built for
+    return {"target_triple": host["triple"], "cpu": host["cpu"], "cpu_features": host["features"],
+            "llvm_ir": f"{name}.ll", "object": f"{name}.o",
+            "kernels": [k.to_json() for k in code.launch_specs()],
+            "dynamic": [[int(i), [int(d) for d in dims]] for i, dims in (compiled.dynamic or {}).items()]}
 
 
 def _version() -> str:
@@ -324,14 +372,21 @@ def load(f):
                          f"rebuild the graph ({e})") from None
     graph.constants = dict(entry.constants)
     kind, name = manifest.get("kind"), manifest.get("name")
-    if kind == "function":
-        return ScriptFunction(graph, name if isinstance(name, str) else "forward")
+    name = name if isinstance(name, str) else "forward"
+    if kind not in ("function", "module"):
+        raise ModelError(f"{saved.source}: the manifest describes an unknown object kind {kind!r}")
+    module = None
     if kind == "module":
         try:
-            return ScriptModule(_rebuild_module(saved), graph)
+            module = _rebuild_module(saved)
         except (KeyError, TypeError, ValueError) as e:  # names or flags the module API refuses
             raise ModelError(f"{saved.source}: cannot rebuild the module tree ({e})") from None
-    raise ModelError(f"{saved.source}: the manifest describes an unknown object kind {kind!r}")
+    if entry.native is not None:
+        # The graph is the source of truth: its kernels are generated again (the object cache makes
+        # that fast) by this version of the compiler; the stored object code is for the runtime.
+        dynamic = {i: dims for i, dims in entry.native.dynamic} or None
+        return CompiledModel(graph, module, dynamic, "forward" if module is not None else name)
+    return ScriptModule(module, graph) if module is not None else ScriptFunction(graph, name)
 
 
 def _rebuild_module(saved):

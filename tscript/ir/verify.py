@@ -404,6 +404,7 @@ PRIMS: dict[str, Prim] = {
     "prim::Loop": Prim((2, None), ANY_N, blocks=1, extra=_loop),
     "prim::FusionGroup": _FUSION,
     "tscript::FusionGroup": _FUSION,
+    "tscript::RowGroup": _FUSION,
     "aten::__getitem__": Prim(TWO, ONE),
     "aten::len": Prim(ONE, ONE),
     "aten::dim": Prim(ONE, ONE),

@@ -199,14 +199,14 @@ def _erf(x):
 
 
 def _sigmoid(x):
-    out = np.negative(x)  # one buffer, updated in place: no temporaries for 4M-element inputs
+    out = np.negative(x, out=np.empty_like(x))  # one buffer, updated in place (an array even when 0-dim)
     np.exp(out, out=out)
     out += 1
     return np.reciprocal(out, out=out)
 
 
 def _rsqrt(x):
-    out = np.sqrt(x)
+    out = np.sqrt(x, out=np.empty_like(x))  # an array even when 0-dim, so it can be updated in place
     return np.reciprocal(out, out=out)
 
 

@@ -23,6 +23,11 @@ def _lowerings():
     return LOWERINGS
 
 
+def _compute_dtype(low, node: Node, scalars: dict):
+    from ...codegen.elementwise import node_compute_dtype
+    return node_compute_dtype(low, node, scalars)
+
+
 def _known_tensor(v: Value) -> bool:
     t = v.type
     return isinstance(t, TensorType) and t.dtype is not None and t.shape is not None and t.dtype.name in SUPPORTED_DTYPES
@@ -45,7 +50,10 @@ def fusible(graph: Graph, node: Node, mutable: set) -> bool:
         attrs.append(value if ok else _NOT_CONSTANT)
     if any(a is _NOT_CONSTANT for a in attrs[low.n_values:]):
         return False
-    return low.accepts is None or low.accepts(attrs)
+    if low.accepts is None:
+        return True
+    scalars = {v: a for v, a in zip(node.inputs, attrs) if a is not _NOT_CONSTANT and not isinstance(v.type, TensorType)}
+    return low.accepts(attrs, _compute_dtype(low, node, scalars))
 
 
 _NOT_CONSTANT = object()
@@ -196,7 +204,7 @@ def _row_shape(node: Node):
     if node.kind in _REDUCE_KINDS:
         src = node.inputs[0]
         return tuple(src.type.shape) if _known_tensor(src) and src.type.rank else None
-    if _known_tensor(node.output) and node.output.type.rank:
+    if len(node.outputs) == 1 and _known_tensor(node.output) and node.output.type.rank:
         return tuple(node.output.type.shape)
     return None
 

@@ -1,0 +1,616 @@
+"""What Python names mean in scripted code: op families of the op table (`tscript.relu`,
+`x.view(...)`, `math.sqrt`), Python's builtins (`len`, `range`, `isinstance`, `float`...), the
+attributes and methods of tensors, lists, dicts and strings, and iteration over them.
+
+Calls to op families are matched against the op schemas by `matching.py`; everything here only
+decides *which* ops (or prims) a name stands for."""
+from __future__ import annotations
+
+import functools
+import math
+import types as pytypes
+
+import numpy as np
+from tscript_runtime.ops import OPS
+
+from ...ir.types import (ANY, BOOL, DTYPE, FLOAT, INT, NONE, STR, TENSOR, DictType, ListType, OptionalType,
+                         TensorType, TupleType)
+from .annotations import AnnotationError, python_type, subtype, type_name
+from .values import ConstValue, Loop, SimpleValue, Sugared, TupleSugar, Unrolled
+
+INT_MAX = 9223372036854775807  # prim::Loop's trip count for `while` loops, as in TorchScript
+
+
+# -- op families ------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def families() -> dict:
+    """Short name -> the aten ops of that name, the plain op first (`add`: add, add.float, ...)."""
+    out: dict = {}
+    for name, op in OPS.items():
+        if name.startswith("aten::"):
+            out.setdefault(name[6:].split(".")[0], []).append(op)
+    for ops in out.values():
+        ops.sort(key=lambda op: "." in op.name)
+    return out
+
+
+def family(name: str) -> list:
+    return families().get(name, [])
+
+
+class BuiltinSugar(Sugared):
+    """An op family, optionally with `self` bound (a tensor method)."""
+
+    def __init__(self, name: str, ops: list, bound: Sugared | None = None):
+        self.name, self.ops, self.bound = name, ops, bound
+
+    @property
+    def describe(self) -> str:
+        return f"the builtin '{self.name}'"
+
+    def call(self, em, args, kwargs, pos):
+        args = ([self.bound] if self.bound is not None else []) + list(args)
+        return em.call_ops(self.ops, args, kwargs, pos, self.name)
+
+
+class HandlerSugar(Sugared):
+    """A builtin whose call is handled by a Python function `handler(em, args, kwargs, pos)`."""
+
+    def __init__(self, name: str, handler, bound: Sugared | None = None):
+        self.name, self.handler, self.bound = name, handler, bound
+
+    @property
+    def describe(self) -> str:
+        return f"the builtin '{self.name}'"
+
+    def call(self, em, args, kwargs, pos):
+        args = ([self.bound] if self.bound is not None else []) + list(args)
+        return self.handler(em, args, kwargs, pos)
+
+
+def _no_kwargs(em, name: str, kwargs: dict, pos) -> None:
+    if kwargs:
+        raise em.error(f"{name}() got an unexpected keyword argument '{next(iter(kwargs))}'", pos)
+
+
+def _arity(em, name: str, args: list, lo: int, hi: int, pos) -> None:
+    if not lo <= len(args) <= hi:
+        want = str(lo) if lo == hi else f"{lo} to {hi}"
+        raise em.error(f"{name}() takes {want} arguments ({len(args)} given)", pos)
+
+
+def op_call(name: str):
+    """A handler calling the op `aten::<name>` (exactly that overload)."""
+    return lambda em, args, kwargs, pos: em.call_ops([OPS[f"aten::{name}"]], args, kwargs, pos, name)
+
+
+# -- tensors ------------------------------------------------------------------------------------------
+class ShapeSugar(Sugared):
+    """`x.shape` / `x.size()`: indexing it reads one size (`aten::size`), `len` is the rank."""
+    describe = "a tensor's shape"
+
+    def __init__(self, tensor: Sugared):
+        self.tensor = tensor
+
+    @property
+    def type(self):
+        return ListType(INT)
+
+    def as_value(self, em, pos):
+        return em.call_ops([OPS["aten::size.all"]], [self.tensor], {}, pos, "size").as_value(em, pos)
+
+    def getitem(self, em, index, pos):
+        if index.type == INT:
+            return em.call_ops([OPS["aten::size"]], [self.tensor, index], {}, pos, "size")
+        return SimpleValue(self.as_value(em, pos)).getitem(em, index, pos)
+
+    def length(self, em, pos):
+        return SimpleValue(em.insert("aten::dim", [self.tensor.as_value(em, pos)], [INT]).output)
+
+    def iterate(self, em, pos):
+        return SimpleValue(self.as_value(em, pos)).iterate(em, pos)
+
+    def unpack(self, em, n, pos):
+        return SimpleValue(self.as_value(em, pos)).unpack(em, n, pos)
+
+    def attr(self, em, name, pos):
+        return SimpleValue(self.as_value(em, pos)).attr(em, name, pos)
+
+
+def _size(em, args, kwargs, pos):
+    if len(args) == 1 and not kwargs:
+        return ShapeSugar(args[0])
+    return em.call_ops([OPS["aten::size"]], args, kwargs, pos, "size")
+
+
+def _dim(em, args, kwargs, pos):
+    _no_kwargs(em, "dim", kwargs, pos)
+    _arity(em, "dim", args, 1, 1, pos)
+    return SimpleValue(em.insert("aten::dim", [args[0].as_value(em, pos)], [INT]).output)
+
+
+def _convert_to(dtype):
+    def handler(em, args, kwargs, pos):
+        _no_kwargs(em, "conversion", kwargs, pos)
+        _arity(em, "conversion", args, 1, 1, pos)
+        return em.call_ops([OPS["aten::to"]], [args[0], ConstValue(np.dtype(dtype))], {}, pos, "to")
+    return handler
+
+
+def _dtype_of(em, tensor: Sugared, pos) -> Sugared:
+    return SimpleValue(em.insert("prim::dtype", [tensor.as_value(em, pos)], [DTYPE]).output)
+
+
+def _like(op: str, via: str):
+    """`x.view_as(y)` and friends: the op applied with `y`'s sizes (via="size") or dtype."""
+    def handler(em, args, kwargs, pos):
+        _no_kwargs(em, op, kwargs, pos)
+        _arity(em, f"{op}_as", args, 2, 2, pos)
+        other = ShapeSugar(args[1]) if via == "size" else _dtype_of(em, args[1], pos)
+        return em.call_ops(family(op), [args[0], other], {}, pos, op)
+    return handler
+
+
+def _new(op: str):
+    """`x.new_zeros(size)` and friends: a new tensor with `x`'s dtype unless one is given."""
+    def handler(em, args, kwargs, pos):
+        kwargs = dict(kwargs)
+        kwargs.setdefault("dtype", _dtype_of(em, args[0], pos))
+        kwargs.pop("requires_grad", None)
+        return em.call_ops(family(op), list(args[1:]), kwargs, pos, f"new_{op}")
+    return handler
+
+
+def _unsupported_method(reason: str):
+    def handler(em, args, kwargs, pos):
+        raise em.error(reason, pos)
+    return handler
+
+
+TENSOR_METHODS = {
+    "size": _size, "dim": _dim, "ndimension": _dim,
+    "numel": op_call("numel"), "nelement": op_call("numel"), "item": op_call("item"),
+    "float": _convert_to(np.float32), "double": _convert_to(np.float64), "long": _convert_to(np.int64),
+    "int": _convert_to(np.int32), "bool": _convert_to(np.bool_),
+    "view_as": _like("view", "size"), "reshape_as": _like("reshape", "size"), "expand_as": _like("expand", "size"),
+    "type_as": _like("to", "dtype"),
+    "new_zeros": _new("zeros"), "new_ones": _new("ones"), "new_full": _new("full"), "new_empty": _new("empty"),
+    "cpu": lambda em, args, kwargs, pos: args[0],
+    "tolist": _unsupported_method("tolist() is not supported in scripted code (lists are not Tensor-valued)"),
+    "numpy": _unsupported_method("numpy() is not supported in scripted code"),
+}
+
+TENSOR_ATTRIBUTES = {
+    "shape": lambda em, x, pos: ShapeSugar(x),
+    "dtype": lambda em, x, pos: _dtype_of(em, x, pos),
+    "ndim": lambda em, x, pos: _dim(em, [x], {}, pos),
+    "T": lambda em, x, pos: em.call_ops([OPS["aten::t"]], [x], {}, pos, "t"),
+    "is_cuda": lambda em, x, pos: ConstValue(False),
+}
+
+
+def tensor_attribute(em, x: Sugared, name: str, pos) -> Sugared:
+    if name in TENSOR_ATTRIBUTES:
+        return TENSOR_ATTRIBUTES[name](em, x, pos)
+    if name in TENSOR_METHODS:
+        return HandlerSugar(name, TENSOR_METHODS[name], x)
+    ops = [op for op in family(name) if op.schema.args and op.schema.args[0].name == "self"
+           and op.schema.args[0].is_tensor]
+    if not ops:
+        raise em.error(f"'Tensor' object has no attribute or method '{name}'", pos)
+    return BuiltinSugar(name, ops, x)
+
+
+# -- lists, dicts, strings ----------------------------------------------------------------------------
+def _list_op(name: str):
+    return lambda em, args, kwargs, pos: em.call_ops([OPS[f"aten::{name}.t"]], args, kwargs, pos, name)
+
+
+LIST_METHODS = {n: _list_op(n) for n in ("append", "pop", "insert", "extend", "clear")}
+
+
+def _dict_method(name: str):
+    return lambda em, args, kwargs, pos: em.call_ops([OPS[f"aten::{name}.dict"]], args, kwargs, pos, name)
+
+
+DICT_METHODS = {n: _dict_method(n) for n in ("keys", "values", "items", "get")}
+
+
+def value_attribute(em, v: SimpleValue, name: str, pos) -> Sugared:
+    """`v.name` for an IR value, by its type."""
+    t = v.type
+    if isinstance(t, TensorType):
+        return tensor_attribute(em, v, name, pos)
+    if isinstance(t, ListType) and name in LIST_METHODS:
+        return HandlerSugar(name, LIST_METHODS[name], v)
+    if isinstance(t, DictType) and name in DICT_METHODS:
+        return HandlerSugar(name, DICT_METHODS[name], v)
+    if isinstance(t, OptionalType):
+        raise em.error(f"'{name}' of a value of type '{type_name(t)}': it may be None; refine it first with "
+                       f"`if x is not None:`", pos)
+    raise em.error(f"{v.describe} has no attribute '{name}'", pos)
+
+
+def length_of(em, v: SimpleValue, pos) -> Sugared:
+    t = v.type
+    if isinstance(t, TupleType):
+        return ConstValue(len(t.elems))
+    if isinstance(t, (TensorType, ListType, DictType)) or t == STR:
+        return SimpleValue(em.insert("aten::len", [v.value], [INT]).output)
+    raise em.error(f"{v.describe} has no len()", pos)
+
+
+def iterate_value(em, v: SimpleValue, pos):
+    t = v.type
+    if isinstance(t, TupleType):
+        return Unrolled(unpack_value(em, v, len(t.elems), pos))
+    if isinstance(t, ListType) or t == STR:
+        elem = t.elem if isinstance(t, ListType) else STR
+        return Loop(length_of(em, v, pos),
+                    lambda em, i: SimpleValue(em.insert("aten::__getitem__", [v.value, i], [elem]).output))
+    if isinstance(t, DictType):
+        keys = em.call_ops([OPS["aten::keys.dict"]], [v], {}, pos, "keys")
+        return iterate_value(em, keys, pos)
+    if isinstance(t, TensorType):
+        return Loop(length_of(em, v, pos),
+                    lambda em, i: em.call_ops([OPS["aten::select"]], [v, ConstValue(0), SimpleValue(i)], {}, pos,
+                                              "select"))
+    raise em.error(f"{v.describe} is not iterable", pos)
+
+
+def unpack_value(em, v: SimpleValue, n: int, pos) -> list:
+    t = v.type
+    if isinstance(t, TupleType):
+        if len(t.elems) != n:
+            raise em.error(f"cannot unpack a tuple of {len(t.elems)} values into {n} names", pos)
+        node = v.value.node
+        if node is not None and node.kind == "prim::TupleConstruct":
+            return [SimpleValue(i) for i in node.inputs]
+        return [SimpleValue(o) for o in em.insert("prim::TupleUnpack", [v.value], list(t.elems)).outputs]
+    if isinstance(t, ListType):
+        return [SimpleValue(o) for o in em.insert("prim::ListUnpack", [v.value], [t.elem] * n).outputs]
+    if isinstance(t, TensorType):
+        parts = em.call_ops([OPS["aten::unbind"]], [v], {}, pos, "unbind")
+        return unpack_value(em, parts, n, pos)
+    raise em.error(f"cannot unpack {v.describe}", pos)
+
+
+# -- Python's builtins ------------------------------------------------------------------------------------
+class RangeSugar(Sugared):
+    """range(start, stop, step): iterated by a prim::Loop (or unrolled, when asked and constant)."""
+    describe = "a range"
+
+    def __init__(self, start: Sugared, stop: Sugared, step: Sugared):
+        self.start, self.stop, self.step = start, stop, step
+
+    def constant(self) -> range | None:
+        parts = (self.start, self.stop, self.step)
+        if all(isinstance(p, ConstValue) for p in parts):
+            return range(*(p.value for p in parts))
+        return None
+
+    def length(self, em, pos):
+        known = self.constant()
+        if known is not None:
+            return ConstValue(len(known))
+        if isinstance(self.start, ConstValue) and self.start.value == 0 and \
+                isinstance(self.step, ConstValue) and self.step.value == 1:
+            return self.stop
+        return em.call_ops([OPS["aten::__range_length"]], [self.start, self.stop, self.step], {}, pos, "range")
+
+    def iterate(self, em, pos):
+        simple = isinstance(self.start, ConstValue) and self.start.value == 0 and \
+            isinstance(self.step, ConstValue) and self.step.value == 1
+
+        def item(em, i):
+            if simple:
+                return SimpleValue(i)
+            return em.call_ops([OPS["aten::__derive_index"]], [SimpleValue(i), self.start, self.step], {}, pos,
+                               "range")
+        return Loop(self.length(em, pos), item)
+
+    def unrolled(self) -> Unrolled:
+        return Unrolled([ConstValue(i) for i in self.constant()])
+
+    def as_value(self, em, pos):
+        return em.comprehension_of(self, pos)
+
+
+class EnumerateSugar(Sugared):
+    describe = "enumerate(...)"
+
+    def __init__(self, inner: Sugared, start: Sugared):
+        self.inner, self.start = inner, start
+
+    def iterate(self, em, pos):
+        inner = em.iteration(self.inner, pos)
+        if isinstance(inner, Unrolled) and isinstance(self.start, ConstValue):
+            return Unrolled([TupleSugar([ConstValue(self.start.value + k), item])
+                             for k, item in enumerate(inner.items)])
+        if isinstance(inner, Unrolled):
+            raise em.error("enumerate() over a tuple or module list needs a constant start", pos)
+
+        def item(em, i):
+            index = SimpleValue(i) if isinstance(self.start, ConstValue) and self.start.value == 0 else \
+                em.binary("+", SimpleValue(i), self.start, pos)
+            return TupleSugar([index, inner.item(em, i)])
+        return Loop(inner.trip, item)
+
+    def length(self, em, pos):
+        return em.length(self.inner, pos)
+
+
+class ZipSugar(Sugared):
+    describe = "zip(...)"
+
+    def __init__(self, inners: list):
+        self.inners = inners
+
+    def iterate(self, em, pos):
+        its = [em.iteration(i, pos) for i in self.inners]
+        if any(isinstance(it, Unrolled) for it in its):
+            n = min(len(it.items) for it in its if isinstance(it, Unrolled))
+            return Unrolled([TupleSugar([it.items[k] if isinstance(it, Unrolled) else
+                                         it.item(em, em.const(k)) for it in its]) for k in range(n)])
+        trip = its[0].trip
+        for it in its[1:]:
+            trip = em.call_family("min", [trip, it.trip], {}, pos)
+        return Loop(trip, lambda em, i: TupleSugar([it.item(em, i) for it in its]))
+
+
+def _len(em, args, kwargs, pos):
+    _no_kwargs(em, "len", kwargs, pos)
+    _arity(em, "len", args, 1, 1, pos)
+    return em.length(args[0], pos)
+
+
+def _range(em, args, kwargs, pos):
+    _no_kwargs(em, "range", kwargs, pos)
+    _arity(em, "range", args, 1, 3, pos)
+    for a in args:
+        if a.type != INT:
+            raise em.error(f"range() arguments must be int, not '{type_name(a.type) if a.type else a.describe}'", pos)
+    if len(args) == 1:
+        return RangeSugar(ConstValue(0), args[0], ConstValue(1))
+    return RangeSugar(args[0], args[1], args[2] if len(args) == 3 else ConstValue(1))
+
+
+def _enumerate(em, args, kwargs, pos):
+    _arity(em, "enumerate", args, 1, 2, pos)
+    start = args[1] if len(args) == 2 else kwargs.get("start", ConstValue(0))
+    return EnumerateSugar(args[0], start)
+
+
+def _zip(em, args, kwargs, pos):
+    _no_kwargs(em, "zip", kwargs, pos)
+    _arity(em, "zip", args, 1, 8, pos)
+    return ZipSugar(list(args))
+
+
+def _scalar_conversion(name: str, target):
+    """float(x), int(x), bool(x): constants fold; tensors read their one element."""
+    python = {"float": float, "int": int, "bool": bool}[name]
+
+    def handler(em, args, kwargs, pos):
+        _no_kwargs(em, name, kwargs, pos)
+        if not args:
+            return ConstValue(python())
+        _arity(em, name, args, 1, 1, pos)
+        x = args[0]
+        if isinstance(x, ConstValue) and isinstance(x.value, (bool, int, float, str)):
+            try:
+                return ConstValue(python(x.value))
+            except ValueError as e:
+                raise em.error(f"{name}(): {e}", pos) from None
+        if x.type == target:
+            return x
+        if isinstance(x.type, TensorType):
+            return em.call_ops([OPS[f"aten::{name.title()}.Tensor"]], [x], {}, pos, name)
+        if x.type in (INT, FLOAT, BOOL):
+            return em.call_ops([OPS[f"aten::{name.title()}"]], [x], {}, pos, name)
+        raise em.error(f"{name}() of {x.describe} is not supported", pos)
+    return handler
+
+
+def _str(em, args, kwargs, pos):
+    _no_kwargs(em, "str", kwargs, pos)
+    _arity(em, "str", args, 1, 1, pos)
+    if isinstance(args[0], ConstValue):
+        return ConstValue(str(args[0].value))
+    return em.call_ops([OPS["aten::str"]], args, {}, pos, "str")
+
+
+def _min_max(name: str):
+    def handler(em, args, kwargs, pos):
+        _no_kwargs(em, name, kwargs, pos)
+        if len(args) == 1:
+            raise em.error(f"{name}() of one iterable is not supported in scripted code; pass the values as "
+                           f"arguments", pos)
+        _arity(em, name, args, 2, 16, pos)
+        if any(isinstance(a.type, TensorType) for a in args):
+            raise em.error(f"{name}() of tensors is ambiguous; use tscript.{name}imum or x.{name}(dim)", pos)
+        out = args[0]
+        for a in args[1:]:
+            if isinstance(out, ConstValue) and isinstance(a, ConstValue):
+                out = ConstValue((min if name == "min" else max)(out.value, a.value))
+            else:
+                out = em.call_ops([op for op in family(name) if "." in op.name], [out, a], {}, pos, name)
+        return out
+    return handler
+
+
+def _abs(em, args, kwargs, pos):
+    _no_kwargs(em, "abs", kwargs, pos)
+    _arity(em, "abs", args, 1, 1, pos)
+    if isinstance(args[0], ConstValue) and isinstance(args[0].value, (int, float)):
+        return ConstValue(abs(args[0].value))
+    return em.call_ops(family("abs"), args, {}, pos, "abs")
+
+
+def _list(em, args, kwargs, pos):
+    _no_kwargs(em, "list", kwargs, pos)
+    _arity(em, "list", args, 0, 1, pos)
+    if not args:
+        return em.empty_list(TENSOR, pos)
+    x = args[0]
+    if isinstance(x.type, ListType):
+        return em.call_ops([OPS["aten::list.t"]], [x], {}, pos, "list")
+    return em.comprehension_of(x, pos)
+
+
+def _tuple(em, args, kwargs, pos):
+    _no_kwargs(em, "tuple", kwargs, pos)
+    _arity(em, "tuple", args, 1, 1, pos)
+    items = em.iteration(args[0], pos)
+    if not isinstance(items, Unrolled):
+        raise em.error("tuple() needs a value of known length (a tuple or a module list); lists have no fixed "
+                       "length in scripted code", pos)
+    return TupleSugar(items.items)
+
+
+def _isinstance(em, args, kwargs, pos):
+    _no_kwargs(em, "isinstance", kwargs, pos)
+    _arity(em, "isinstance", args, 2, 2, pos)
+    return em.isinstance_check(args[0], args[1], pos)
+
+
+def _getattr(em, args, kwargs, pos):
+    _no_kwargs(em, "getattr", kwargs, pos)
+    _arity(em, "getattr", args, 2, 3, pos)
+    name = args[1]
+    if not (isinstance(name, ConstValue) and isinstance(name.value, str)):
+        raise em.error("getattr() needs a constant attribute name in scripted code", pos)
+    if len(args) == 3 and not em.has_attribute(args[0], name.value):
+        return args[2]
+    return args[0].attr(em, name.value, pos)
+
+
+def _hasattr(em, args, kwargs, pos):
+    _no_kwargs(em, "hasattr", kwargs, pos)
+    _arity(em, "hasattr", args, 2, 2, pos)
+    if not (isinstance(args[1], ConstValue) and isinstance(args[1].value, str)):
+        raise em.error("hasattr() needs a constant attribute name in scripted code", pos)
+    return ConstValue(em.has_attribute(args[0], args[1].value))
+
+
+def _print(em, args, kwargs, pos):
+    raise em.error("print() is not supported in scripted code (the standalone runtime has no Python to print "
+                   "with); return the value instead", pos)
+
+
+SPECIALS = {
+    len: _len, range: _range, enumerate: _enumerate, zip: _zip, isinstance: _isinstance,
+    float: _scalar_conversion("float", FLOAT), int: _scalar_conversion("int", INT),
+    bool: _scalar_conversion("bool", BOOL), str: _str, min: _min_max("min"), max: _min_max("max"), abs: _abs,
+    list: _list, tuple: _tuple, getattr: _getattr, hasattr: _hasattr, print: _print,
+}
+
+MATH = {math.sqrt: "sqrt", math.pow: "pow", **{getattr(math, n): n for n in (
+    "exp", "log", "log10", "log2", "log1p", "expm1", "sin", "cos", "tan", "tanh", "asin", "acos", "atan", "erf",
+    "fabs", "floor", "ceil", "trunc", "atan2", "isnan", "isinf", "isfinite", "gcd")}}
+
+
+def math_sugar(fn) -> Sugared:
+    """`math.<fn>`: the scalar overloads of the op family of that name."""
+    name = MATH[fn]
+    return BuiltinSugar(f"math.{name}", [op for op in family(name) if "." in op.name])
+
+
+# -- classes: isinstance targets and exceptions -----------------------------------------------------------
+class ClassSugar(Sugared):
+    """A class used as a value: a type for isinstance(), callable when it is a builtin conversion."""
+
+    def __init__(self, cls, ir_type):
+        self.cls, self.ir_type = cls, ir_type
+
+    @property
+    def describe(self) -> str:
+        return f"the class '{getattr(self.cls, '__name__', self.cls)}'"
+
+    def call(self, em, args, kwargs, pos):
+        if self.cls in SPECIALS:
+            return SPECIALS[self.cls](em, args, kwargs, pos)
+        return super().call(em, args, kwargs, pos)
+
+
+class ExceptionClassSugar(Sugared):
+    """An exception class; calling it makes the exception `raise` turns into prim::RaiseException."""
+
+    def __init__(self, cls):
+        self.cls = cls
+
+    @property
+    def describe(self) -> str:
+        return f"the exception class '{self.cls.__name__}'"
+
+    def call(self, em, args, kwargs, pos):
+        _no_kwargs(em, self.cls.__name__, kwargs, pos)
+        return ExceptionSugar(self.cls.__name__, args)
+
+
+class ExceptionSugar(Sugared):
+    """An exception object (what `raise` accepts)."""
+
+    def __init__(self, name: str, args: list):
+        self.name, self.args = name, args
+
+    @property
+    def describe(self) -> str:
+        return f"a {self.name}"
+
+
+class PyModuleSugar(Sugared):
+    """A Python module (`math`, `tscript`, `F`): its attributes resolve like globals."""
+
+    def __init__(self, module):
+        self.module = module
+
+    @property
+    def describe(self) -> str:
+        return f"the module '{self.module.__name__}'"
+
+    def attr(self, em, name, pos):
+        if not hasattr(self.module, name):
+            raise em.error(f"module '{self.module.__name__}' has no attribute '{name}'", pos)
+        return em.resolve_python(getattr(self.module, name), pos, f"{self.module.__name__}.{name}")
+
+
+def class_type(cls):
+    """The IR type isinstance() tests for a class or typing form, or None if it names none."""
+    if cls in (list, tuple, dict):
+        return {list: "list", tuple: "tuple", dict: "dict"}[cls]
+    try:
+        return python_type(cls)
+    except AnnotationError:
+        return None
+
+
+def isinstance_of(t, target) -> bool | None:
+    """Static isinstance: True/False when the type decides it, None when it depends on a value
+    (an Optional)."""
+    if isinstance(target, str):  # a bare list / tuple / dict
+        kind = {"list": ListType, "tuple": TupleType, "dict": DictType}[target]
+        return isinstance(t, kind)
+    if isinstance(t, OptionalType):
+        return None if subtype(t.elem, target) else (True if target == NONE else False)
+    if t == ANY:
+        return None
+    return subtype(t, target)
+
+
+def constant_value(obj):
+    """A Python object as a compile-time constant (tscript dtypes as numpy dtypes), or a sentinel."""
+    if obj is None or isinstance(obj, (bool, int, float, str, np.dtype)):
+        return obj
+    if hasattr(obj, "np") and isinstance(getattr(obj, "np"), np.dtype):
+        return obj.np
+    if isinstance(obj, (np.integer, np.floating, np.bool_)):
+        return obj.item()
+    return _NOT_CONSTANT
+
+
+_NOT_CONSTANT = object()
+
+
+def is_python_module(obj) -> bool:
+    return isinstance(obj, pytypes.ModuleType)
