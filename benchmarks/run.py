@@ -8,11 +8,11 @@ import platform
 
 import numpy as np
 
-from . import autograd, eager_ops, executor, ir_scale, nn_layers
+from . import autograd, eager_ops, executor, ir_scale, nn_layers, passes
 from .harness import report, run_case, torch
 
 SUITES = {"eager": eager_ops.cases, "autograd": autograd.cases, "nn": nn_layers.cases, "ir": ir_scale.cases,
-          "executor": executor.cases}
+          "executor": executor.cases, "passes": passes.cases}
 
 
 def main(argv=None) -> None:

@@ -10,9 +10,11 @@ from ._tracing import TracerWarning
 from .frontend.compiled import CompiledModel, compile
 from .frontend.modules import ScriptFunction, ScriptModule
 from .frontend.saving import load, save
+from .frontend.script import CompileError, Final, export, ignore, script, unused
 from .frontend.tracer import record_trace
 
-__all__ = ["CompiledModel", "ScriptFunction", "ScriptModule", "compile", "TracerWarning", "dump_passes", "freeze", "load", "optimize", "save",
+__all__ = ["CompileError", "Final", "export", "ignore", "script", "unused",
+           "CompiledModel", "ScriptFunction", "ScriptModule", "compile", "TracerWarning", "dump_passes", "freeze", "load", "optimize", "save",
            "trace"]
 
 

@@ -95,8 +95,11 @@ class FusedKernel:
         self.in_dtypes = None if in_dtypes is None else [np.dtype(d) for d in in_dtypes]
         self.n_scalars = sum(k == "scalar" for k in inputs)
         self.n_ptrs = len(self.out_dtypes) + len(inputs) - self.n_scalars
+        self._sizes_t = ctypes.c_int64 * max(rank, 1)
+        self._strides_t = ctypes.c_int64 * max(self.n_ptrs * rank, 1)
         self._plans: dict = {}  # layout -> _Plan; plans are never changed once made
         self._local = threading.local()  # per-thread pointer and scalar buffers
+        self._buffers()  # made now for the loading thread: a first call costs what later ones do
 
     def __call__(self, *args):
         tensors = [a if isinstance(a, np.ndarray) else np.asarray(a) for a, k in zip(args, self.kinds)
@@ -139,22 +142,41 @@ class FusedKernel:
                 raise OpRuntimeError(f"{self.name}: compiled for inputs of dtypes "
                                      f"{[dt.NAMES.get(d, str(d)) for d in self.in_dtypes]}, got "
                                      f"{[dt.NAMES.get(d, str(d)) for d in got]}")
-        shape = np.broadcast_shapes(*(a.shape for a in tensors)) if tensors else ()
-        if len(shape) > r:
-            raise OpRuntimeError(f"{self.name} was compiled for rank {r}, got inputs of shapes "
-                                 f"{[list(a.shape) for a in tensors]}")
-        iteration = (1,) * (r - len(shape)) + tuple(shape)
+        iteration = self._broadcast([a.shape for a in tensors])
         plan = _Plan()
         plan.out_shape = iteration[:-1] + (1,) if self.out_row and r else iteration
-        arrays_strides = []
-        for dtype in self.out_dtypes:  # outputs are fresh C-contiguous arrays
-            out = np.empty(plan.out_shape, dtype)
-            arrays_strides.append(_strides(out.shape, out.strides, dtype.itemsize, iteration))
+        out_strides = _strides(plan.out_shape, _contiguous(plan.out_shape), 1, iteration)  # fresh C-contiguous
+        arrays_strides = [out_strides] * len(self.out_dtypes)
         for a in tensors:
             arrays_strides.append(_strides(a.shape, a.strides, a.itemsize, iteration))
-        plan.sizes = (ctypes.c_int64 * max(r, 1))(*iteration)
-        plan.strides = (ctypes.c_int64 * max(len(arrays_strides) * r, 1))(*[s for st in arrays_strides for s in st])
+        plan.sizes = self._sizes_t(*iteration)
+        plan.strides = self._strides_t(*[s for st in arrays_strides for s in st])
         return plan
+
+    def _broadcast(self, shapes: list) -> tuple:
+        """The iteration space: the inputs' broadcast shape, padded with leading 1s to the kernel's rank."""
+        r = self.rank
+        out = [1] * r
+        for shape in shapes:
+            if len(shape) > r:
+                raise OpRuntimeError(f"{self.name} was compiled for rank {r}, got inputs of shapes "
+                                     f"{[list(s) for s in shapes]}")
+            for d, n in enumerate(shape, r - len(shape)):
+                if n != 1:
+                    if out[d] not in (1, n):
+                        raise OpRuntimeError(f"{self.name}: input shapes {[list(s) for s in shapes]} do not "
+                                             f"broadcast together")
+                    out[d] = n
+        return tuple(out)
+
+
+def _contiguous(shape: tuple) -> list:
+    """Element strides of a C-contiguous array of `shape`."""
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return strides[::-1]
 
 
 def _strides(shape, byte_strides, itemsize: int, out_shape) -> list:

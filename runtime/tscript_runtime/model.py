@@ -330,8 +330,10 @@ def attribute_tree(params: dict) -> dict:
 class Model:
     """A saved model ready to run: `run`, `run_method`, `params`, `signature`, `entry_points`, `ir`.
 
-    Every entry point is compiled into an executor Program when the model loads, so the first run
-    costs what later ones do. A run keeps all its state local, so several threads may run at once.
+    Every entry point is compiled into an executor Program when the model loads, its native code
+    (if any) linked then too, so the first run costs what later ones do. A run keeps all its state
+    local and native kernels release the GIL, so several threads may run at once. `native` maps
+    each entry point with native code to its NativeState (how that code runs here).
     """
 
     def __init__(self, saved: SavedModel):
@@ -408,6 +410,8 @@ class NativeState:
         t, n = self.code.target, len(self.code.kernels)
         features = sum(f.startswith("+") for f in t["cpu_features"].split(","))
         head = f"{n} kernel{'s' * (n != 1)} for {t['target_triple']}, CPU {t['cpu']} ({features} features)"
+        if not n:
+            return f"{head}; nothing to link"
         if self.mode == "object":
             return f"{head}; running the stored object code"
         if self.mode == "recompiled":

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from operator import itemgetter
 
-from .errors import OpRuntimeError
+from .errors import ModelError, OpRuntimeError
 
 
 def _raise(message=None):
@@ -17,6 +17,16 @@ def _getitem(container, index):
         return container[index]
     except (IndexError, KeyError) as e:
         raise OpRuntimeError(f"__getitem__: {type(e).__name__}: {e}") from None
+
+
+def _python_op(attrs: dict, domain):
+    """A call of a Python function a scripted model left to Python (@tscript.jit.ignore): only a
+    domain that knows the function (tscript's) can run it."""
+    runner = getattr(domain, "python_op", None)
+    if runner is None:
+        raise ModelError(f"the graph calls the Python function '{attrs.get('name')}' (marked @tscript.jit.ignore), "
+                         f"which only tscript can run")
+    return runner(attrs["name"])
 
 
 def _constant(attrs: dict, domain):
@@ -57,6 +67,7 @@ PRIMS = {
     "prim::RaiseException": lambda attrs, domain: _raise,
     "prim::Uninitialized": lambda attrs, domain: (lambda: None),
     "prim::unchecked_cast": lambda attrs, domain: (lambda x: x),
+    "prim::PythonOp": _python_op,
 }
 
 # Multi-output prims return a tuple that is spread over the node's outputs.

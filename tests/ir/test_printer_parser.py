@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tscript.ir import (Graph, IRParseError, ListType, ModuleType, OptionalType, TensorType, TupleType,
                         parse_ir, tensor_type, verify)
-from tscript.ir.types import BOOL, DTYPE, FLOAT, INT, STR, TENSOR
+from tscript.ir.types import ANY, BOOL, DTYPE, FLOAT, INT, STR, TENSOR
 from tscript_runtime import dtypes as dt
 from tscript_runtime.graph_format import TensorRef
 from tscript_runtime.ops import OPS
@@ -382,9 +382,21 @@ def _argument(draw, scope: Scope, schema_type: str):
     return _scalar(draw, scope, base)
 
 
-_RETURN_TYPES = {"Tensor[]": st.just(ListType(TENSOR)), "int": st.just(INT), "float": st.just(FLOAT),
-                 "bool": st.just(BOOL), "Tensor": TENSOR_TYPES}
-OP_NAMES = sorted(OPS)
+_SCALAR_TYPES = {"int": INT, "float": FLOAT, "bool": BOOL, "str": STR, "ScalarType": DTYPE, "Scalar": INT}
+
+
+def _return_type(schema_type: str):
+    """A strategy for the IR type of an op output declared as `schema_type`."""
+    if schema_type == "Tensor":
+        return TENSOR_TYPES
+    if schema_type.endswith("[]"):
+        return _return_type(schema_type[:-2]).map(ListType)
+    return st.just(_SCALAR_TYPES.get(schema_type, ANY))
+
+
+_BUILDABLE = {"Tensor", "Tensor|Scalar", "Tensor[]", "Tensor?[]", "int[]", "Generator", *SCALAR_CONSTANTS}
+# Ops whose every argument type `_argument` can build (the op table grows; new types are skipped).
+OP_NAMES = sorted(name for name, op in OPS.items() if all(a.type.rstrip("?") in _BUILDABLE for a in op.schema.args))
 
 
 def _annotate(draw, node) -> None:
@@ -395,7 +407,7 @@ def _annotate(draw, node) -> None:
 def _op(draw, scope: Scope) -> list:
     op = OPS[draw(st.sampled_from(OP_NAMES))]
     inputs = [_argument(draw, scope, a.type) for a in op.schema.args]
-    types = [draw(_RETURN_TYPES[r.type]) for r in op.schema.returns]
+    types = [draw(_return_type(r.type)) for r in op.schema.returns]
     node = scope.g.insert(op.name, inputs, len(types), None, types, [draw(NAME_HINTS) for _ in types])
     _annotate(draw, node)
     return node.outputs

@@ -299,6 +299,19 @@ graph(%x : Float(2, 3)):
 """)
 
 
+def test_unchecked_cast_of_a_value_that_already_has_the_type():
+    check_pass(canonicalize, """
+graph(%x : Float(2), %o : Optional[Tensor]):
+  %a : Tensor = prim::unchecked_cast(%x)
+  %b : Tensor = prim::unchecked_cast(%o)
+  return (%a, %b)
+""", """
+graph(%x : Float(2), %o : Optional[Tensor]):
+  %b : Tensor = prim::unchecked_cast(%o)
+  return (%x, %b)
+""")
+
+
 def test_rules_apply_inside_blocks():
     g = parse_ir("""
 graph(%x : Float(2), %c : bool):

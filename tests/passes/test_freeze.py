@@ -89,6 +89,16 @@ def test_buffer_written_in_place_stays_an_attribute():
     assert model.calls.numpy()[0] == calls[0] + 1
 
 
+def test_frozen_module_saves_and_loads(tmp_path):
+    ts.manual_seed(4)
+    model, (x,) = cnn_bn()
+    frozen = _frozen(model, x)
+    ts.jit.save(frozen, tmp_path / "frozen.tsm")
+    loaded = ts.jit.load(tmp_path / "frozen.tsm")
+    with ts.no_grad():
+        assert_close(loaded(x), model(x), rtol=1e-5, atol=1e-5)
+
+
 def test_freeze_needs_eval_mode_and_a_script_module():
     model = nn.Linear(2, 2)
     traced = ts.jit.trace(model, ts.randn(1, 2))

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tscript as ts
 from tests.passes.helpers import ZOO, assert_same_outputs, flat, run_graph, traced
 from tscript.ir import Graph, verify
 from tscript.ir.passes.canonicalize import canonicalize
@@ -53,6 +54,31 @@ def test_each_pass_alone_preserves_the_zoo(name, pass_name):
     module, inputs, expected = traced(name)
     stages = [(pass_name, SINGLE_PASSES[pass_name], 0)]
     _check_stages(module.inlined_graph.copy(), stages, inputs, module._module, expected)
+
+
+def _scripted_control_flow(x, n: int):
+    h = x
+    for i in range(3):
+        h = h * 2 + i
+        if i == 1:
+            h = h.relu()
+    acc = ts.zeros_like(x)
+    for _ in range(n):
+        acc = acc + h
+    total = acc.sum()
+    while n > 0:
+        total = total * 0.5
+        n = n - 1
+    return acc, total
+
+
+def test_pipeline_preserves_scripted_control_flow():
+    fn = ts.jit.script(_scripted_control_flow)
+    x = np.linspace(-2, 2, 6, dtype=np.float32).reshape(2, 3)
+    expected = flat(run_graph(fn.graph, [x, 4]))
+    graph = fn.graph.copy()
+    _check_stages(graph, PIPELINE, [x, 4], None, expected)
+    assert sum(n.kind == "prim::Loop" for n in graph.all_nodes()) == 2  # range(3) unrolled; range(n), while stay
 
 
 # -- random straight-line graphs --------------------------------------------------------------------------------

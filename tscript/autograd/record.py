@@ -166,18 +166,19 @@ def sum_to(grad, shape: tuple):
 def _inputs(p: Plan, args) -> tuple:
     """(tensors, edges, metas) of the differentiable argument slots, Tensor[] arguments flattened;
     a meta (shape, dtype) is None when that input needs no gradient."""
-    tensors, edges, metas = [], [], []
-    for i in p.slots:
-        a = args[i]
-        for t in (a if i in p.lists else (a,)):
-            if hasattr(t, "_data"):
-                tensors.append(t)
-                edges.append(edge(t))
-                metas.append((t._data.shape, t._data.dtype) if t._requires_grad else None)
-            else:
-                tensors.append(None)
-                edges.append((None, 0))
-                metas.append(None)
+    if p.lists:
+        tensors = [t for i in p.slots for t in (args[i] if i in p.lists else (args[i],))]
+    else:
+        tensors = [args[i] for i in p.slots]
+    edges, metas = [], []
+    for k, t in enumerate(tensors):
+        if hasattr(t, "_data"):
+            edges.append(edge(t))
+            metas.append((t._data.shape, t._data.dtype) if t._requires_grad else None)
+        else:  # a Python number (Tensor|Scalar) or None (Tensor?)
+            tensors[k] = None
+            edges.append((None, 0))
+            metas.append(None)
     return tensors, edges, metas
 
 

@@ -13,7 +13,7 @@ from tscript_runtime import dtypes as dt
 from tscript_runtime.ops import TensorMeta
 
 from ..ir.types import TensorType
-from .mathlib import FAST, float_function
+from .mathlib import DIV, FAST, float_function
 
 LLVM_TYPES = {dt.float32: ir.FloatType(), dt.float64: ir.DoubleType(), dt.int64: ir.IntType(64),
               dt.int32: ir.IntType(32), dt.bool_: ir.IntType(1)}
@@ -52,7 +52,8 @@ class Emitter:
     def arith(self, op: str, x, y, dtype):
         b = self.b
         if dt.is_float(dtype):
-            return getattr(b, {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}[op])(x, y, flags=FAST)
+            return getattr(b, {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}[op])(
+                x, y, flags=DIV if op == "div" else FAST)
         if dtype == dt.bool_:
             return {"add": b.or_, "mul": b.and_}[op](x, y)
         return getattr(b, {"add": "add", "sub": "sub", "mul": "mul"}[op])(x, y)
@@ -134,7 +135,7 @@ def _rsqrt(e, args, cdt, node):
 
 
 def _reciprocal(e, args, cdt, node):
-    return e.b.fdiv(e.const(1, cdt), args[0], flags=FAST)
+    return e.b.fdiv(e.const(1, cdt), args[0], flags=DIV)
 
 
 def _where(e, args, cdt, node):

@@ -13,6 +13,9 @@ from llvmlite import ir
 
 F32, F64, I32 = ir.FloatType(), ir.DoubleType(), ir.IntType(32)
 FAST = ("contract", "nsz", "arcp", "afn")
+# Divisions leave out `afn`: with it x86 turns x / sqrt(y) into its approximate rsqrt plus a Newton step,
+# which is NaN at y = 0 and y = inf.
+DIV = ("contract", "nsz", "arcp")
 
 
 def _c(x: float) -> ir.Constant:
@@ -72,7 +75,7 @@ def _log_normal(b: ir.IRBuilder, x):
     big = b.fcmp_ordered(">", m, _c(math.sqrt(2.0)))
     m = b.select(big, b.fmul(m, _c(0.5), flags=FAST), m)
     e = b.select(big, b.add(e, I32(1)), e)
-    s = b.fdiv(b.fsub(m, _c(1.0), flags=FAST), b.fadd(m, _c(1.0), flags=FAST), flags=FAST)
+    s = b.fdiv(b.fsub(m, _c(1.0), flags=FAST), b.fadd(m, _c(1.0), flags=FAST), flags=DIV)
     s2 = b.fmul(s, s, flags=FAST)
     series = b.fmul(s, _poly(b, s2, [2.0, 2.0 / 3, 2.0 / 5, 2.0 / 7, 2.0 / 9, 2.0 / 11]), flags=FAST)
     return b.fadd(series, b.fmul(b.sitofp(e, F32), _c(math.log(2.0)), flags=FAST), flags=FAST)
@@ -80,7 +83,7 @@ def _log_normal(b: ir.IRBuilder, x):
 
 def sigmoid_f32(b: ir.IRBuilder, x):
     """1 / (1 + e**-x), accurate for all x (e**-x saturates to 0 or inf cleanly)."""
-    return b.fdiv(_c(1.0), b.fadd(_c(1.0), exp_f32(b, b.fneg(x)), flags=FAST), flags=FAST)
+    return b.fdiv(_c(1.0), b.fadd(_c(1.0), exp_f32(b, b.fneg(x)), flags=FAST), flags=DIV)
 
 
 def tanh_f32(b: ir.IRBuilder, x):
@@ -90,7 +93,7 @@ def tanh_f32(b: ir.IRBuilder, x):
     small = b.fmul(x, _poly(b, x2, [1.0, -1.0 / 3, 2.0 / 15, -17.0 / 315, 62.0 / 2835, -1382.0 / 155925,
                                      21844.0 / 6081075]), flags=FAST)
     e2 = exp_f32(b, b.fmul(_c(2.0), ax, flags=FAST))
-    large = b.fsub(_c(1.0), b.fdiv(_c(2.0), b.fadd(e2, _c(1.0), flags=FAST), flags=FAST), flags=FAST)
+    large = b.fsub(_c(1.0), b.fdiv(_c(2.0), b.fadd(e2, _c(1.0), flags=FAST), flags=DIV), flags=FAST)
     large = b.select(b.fcmp_ordered("<", x, _c(0.0)), b.fneg(large), large)
     return b.select(b.fcmp_ordered("<", ax, _c(0.4)), small, large)
 
@@ -101,7 +104,7 @@ def erf_f32(b: ir.IRBuilder, x):
     x2 = b.fmul(x, x, flags=FAST)
     series = b.fmul(b.fmul(x, _c(2 / math.sqrt(math.pi)), flags=FAST),
                     _poly(b, x2, [1.0, -1.0 / 3, 1.0 / 10, -1.0 / 42, 1.0 / 216, -1.0 / 1320, 1.0 / 9360]), flags=FAST)
-    t = b.fdiv(_c(1.0), b.fadd(_c(1.0), b.fmul(_c(0.5), ax, flags=FAST), flags=FAST), flags=FAST)
+    t = b.fdiv(_c(1.0), b.fadd(_c(1.0), b.fmul(_c(0.5), ax, flags=FAST), flags=FAST), flags=DIV)
     poly = _poly(b, t, [-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807,
                         -1.13520398, 1.48851587, -0.82215223, 0.17087277])
     arg = b.fsub(poly, b.fmul(ax, ax, flags=FAST), flags=FAST)
@@ -120,7 +123,7 @@ def libm(b: ir.IRBuilder, name: str, x):
 def sigmoid_libm(b: ir.IRBuilder, x):
     """1 / (1 + e**-x) with libm's exp (C has no sigmoid)."""
     one = ir.Constant(x.type, 1.0)
-    return b.fdiv(one, b.fadd(one, libm(b, "exp", b.fneg(x)), flags=FAST), flags=FAST)
+    return b.fdiv(one, b.fadd(one, libm(b, "exp", b.fneg(x)), flags=FAST), flags=DIV)
 
 
 # op -> float32 inline implementation; float64 goes to libm under the same name (or to F64_FUNCTIONS).

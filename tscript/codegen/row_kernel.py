@@ -129,7 +129,9 @@ class _Row:
             centered = self._pass(node, offsets, row_values, n, "add", f"var_{tag}", shift=mean)
             correction = self.constants.get(node.inputs[2])
             correction = 1 if correction is None else correction
-            return b.fdiv(centered, b.fsub(length, Emitter(b).const(correction, dtype)))
+            zero = Emitter(b).const(0, dtype)
+            dof = b.fsub(length, Emitter(b).const(correction, dtype))
+            return b.fdiv(centered, b.select(b.fcmp_ordered(">", dof, zero), dof, zero))  # as PyTorch: max(N - c, 0)
         total = self._pass(node, offsets, row_values, n, REDUCTIONS[node.kind][1], f"reduce_{tag}")
         return b.fdiv(total, length) if node.kind == "aten::mean" else total
 

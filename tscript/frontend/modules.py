@@ -20,8 +20,13 @@ from ..ir.serialize import graph_to_json
 class TensorDomain:
     """Executor domain of tscript tensors: ops go through dispatch (autograd records them)."""
 
-    def __init__(self, constants: dict):
+    def __init__(self, constants: dict, python_functions: dict | None = None):
         self.constants = constants
+        self.python_functions = python_functions or {}
+
+    def python_op(self, name: str):
+        """What a prim::PythonOp runs: a scripted function's @ignore'd Python callee."""
+        return self.python_functions[name]
 
     def op_runner(self, op):
         return lambda *args: dispatch(op, args)
@@ -31,6 +36,19 @@ class TensorDomain:
 
     def constant_tensor(self, ref: TensorRef):
         return _make(self.constants[ref.name])
+
+
+class PythonArrayDomain(ArrayDomain):
+    """The array domain, plus the @ignore'd Python functions prim::PythonOp nodes call (they take
+    and return tscript values)."""
+
+    def __init__(self, constants: dict, python_functions: dict):
+        super().__init__(constants)
+        self.python_functions = python_functions
+
+    def python_op(self, name: str):
+        fn = self.python_functions[name]
+        return lambda *args: to_arrays(fn(*to_tensors(args)))
 
 
 def to_arrays(x):
@@ -75,6 +93,7 @@ class ScriptFunction:
         self.name = name
         self._inlined: Graph | None = None
         self._programs: dict[str, Program] = {}
+        self.python_functions: dict = {}  # name -> callable, for prim::PythonOp (scripted @ignore calls)
 
     @property
     def inlined_graph(self) -> Graph:
@@ -93,7 +112,11 @@ class ScriptFunction:
     def _program(self, domain_name: str) -> Program:
         if domain_name not in self._programs:
             g = self.inlined_graph
-            domain = ArrayDomain(g.constants) if domain_name == "array" else TensorDomain(g.constants)
+            if domain_name == "array":
+                domain = PythonArrayDomain(g.constants, self.python_functions) if self.python_functions \
+                    else ArrayDomain(g.constants)
+            else:
+                domain = TensorDomain(g.constants, self.python_functions)
             self._programs[domain_name] = Program(graph_to_json(g), domain)
         return self._programs[domain_name]
 
@@ -169,6 +192,12 @@ class ScriptModule:
     @property
     def graph(self) -> Graph:
         return self._forward.graph
+
+    @property
+    def exported_methods(self) -> dict:
+        """Entry points besides forward that `save` keeps (scripted `@tscript.jit.export` methods):
+        name -> ScriptFunction whose graph takes the module first."""
+        return {}
 
     @property
     def inlined_graph(self) -> Graph:

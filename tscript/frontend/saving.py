@@ -59,13 +59,29 @@ def save(obj, f, dynamic: dict | None = None) -> None:
     else:
         raise TypeError(f"tscript.jit.save expects a ScriptModule or ScriptFunction (from tscript.jit.trace), "
                         f"got {type(obj).__name__}")
-    graph = fn.inlined_graph.copy()
-    eliminate_dead_code(graph)
-    params = _params(module, graph) if module is not None else {}
+    graph = _entry_graph(fn)
+    exported = {name: _entry_graph(m) for name, m in obj.exported_methods.items()} \
+        if isinstance(obj, ScriptModule) else {}
+    params = _params(module, graph, *exported.values()) if module is not None else {}
     signature = _signature(graph, module is not None, dynamic, params)
     members, param_entries = _param_members(params)
     entry = _entry("forward", graph, signature, module is not None, members)
-    write_archive(f, FORMAT, VERSION, _payload(module, fn.name, param_entries, entry), members)
+    payload = _payload(module, fn.name, param_entries, entry)
+    for name, g in exported.items():  # scripted `@tscript.jit.export` methods: more entry points
+        payload["entry_points"][name] = _entry(name, g, _signature(g, True, None, params, name), True, members)
+    write_archive(f, FORMAT, VERSION, payload, members)
+
+
+def _entry_graph(fn: ScriptFunction) -> Graph:
+    """What an entry point saves: the inlined graph without dead code; calls left to Python refused."""
+    graph = fn.inlined_graph.copy()
+    eliminate_dead_code(graph)
+    python = sorted(n.attrs["name"] for n in graph.all_nodes() if n.kind == "prim::PythonOp")
+    if python:
+        raise ValueError(f"tscript.jit.save: '{fn.name}' calls the Python function {python[0].split('#')[0]} "
+                         f"(marked @tscript.jit.ignore), which a saved model cannot run; mark it @unused or "
+                         f"script it")
+    return graph
 
 
 def _payload(module, name: str, param_entries: dict, forward: dict) -> dict:
@@ -136,10 +152,10 @@ def _named_modules(module, prefix: str = ""):
             yield from _named_modules(child, f"{prefix}.{name}" if prefix else name)
 
 
-def _params(module, graph: Graph) -> dict:
+def _params(module, graph: Graph, *more: Graph) -> dict:
     """name -> (tensor, kind, persistent) in state_dict order, plus the non-persistent buffers the
-    graph reads; everything the graph reads must be among them (or be a submodule)."""
-    read = _attribute_paths(graph)
+    graphs read; everything they read must be among them (or be a submodule)."""
+    read = set().union(*(_attribute_paths(g) for g in (graph, *more)))
     out = {}
     for path, m in _named_modules(module):
         prefix = f"{path}." if path else ""
@@ -187,11 +203,11 @@ def _check_attributes(read: set, params: dict) -> None:
 
 # -- signature --------------------------------------------------------------------------------------
 
-def _signature(graph: Graph, takes_self: bool, dynamic, params: dict) -> Signature:
+def _signature(graph: Graph, takes_self: bool, dynamic, params: dict, name: str = "forward") -> Signature:
     inputs = graph.inputs[1:] if takes_self else graph.inputs
     specs = _input_specs(inputs, dynamic)
     outputs = _output_specs(graph, takes_self, specs, params)
-    return Signature("forward", tuple((v.name, s) for v, s in zip(inputs, specs)), tuple(outputs))
+    return Signature(name, tuple((v.name, s) for v, s in zip(inputs, specs)), tuple(outputs))
 
 
 def _input_specs(inputs: list, dynamic) -> list:

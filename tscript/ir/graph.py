@@ -13,11 +13,12 @@ from .types import TENSOR, Type, type_of_value
 
 
 class Use:
-    """Input slot `index` of `node` reads a value."""
-    __slots__ = ("node", "index")
+    """Input slot `index` of `node` reads a value; `pos` is the use's place in the value's `uses`
+    (so removing a use is O(1), whatever the number of readers)."""
+    __slots__ = ("node", "index", "pos")
 
-    def __init__(self, node: "Node", index: int):
-        self.node, self.index = node, index
+    def __init__(self, node: "Node", index: int, pos: int = -1):
+        self.node, self.index, self.pos = node, index, pos
 
     def __repr__(self) -> str:
         return f"Use({self.node.kind}, {self.index})"
@@ -37,9 +38,13 @@ class Value:
         self.name = graph.unique_name(name)  #: unique printed name (without the %)
 
     def replace_all_uses_with(self, other: "Value") -> None:
-        """Make every reader of this value read `other` instead."""
-        for use in list(self.uses):
-            use.node.set_input(use.index, other)
+        """Make every reader of this value read `other` instead (O(uses))."""
+        if other is self:
+            return
+        uses, self.uses = self.uses, []
+        for use in uses:
+            use.node.inputs[use.index] = other
+            _attach(other, use)
 
     def rename(self, hint: str | None) -> None:
         self.graph.release_name(self.name)
@@ -53,6 +58,25 @@ class Value:
         return f"%{self.name} : {self.type}"
 
 
+def _attach(value: Value, use: Use) -> None:
+    use.pos = len(value.uses)
+    value.uses.append(use)
+
+
+def _detach(value: Value, use: Use) -> None:
+    """Remove `use` from `value.uses` in O(1): the last use takes its place."""
+    uses = value.uses
+    if not (0 <= use.pos < len(uses) and uses[use.pos] is use):  # the list was edited by hand
+        value.uses = uses = [u for u in uses if u is not use]
+        for i, u in enumerate(uses):
+            u.pos = i
+        return
+    last = uses.pop()
+    if last is not use:
+        uses[use.pos] = last
+        last.pos = use.pos
+
+
 class Node:
     """One operation. `attrs` hold compile-time attributes (prim::Constant's value, GetAttr's name...)."""
 
@@ -60,6 +84,7 @@ class Node:
         self.graph = graph
         self.kind = kind                  #: namespaced op name, e.g. "aten::add", "prim::If"
         self.inputs: list[Value] = []     #: values read, in schema order
+        self._in_uses: list[Use] = []     # the Use of each input slot (same order as `inputs`)
         self.outputs: list[Value] = []    #: values defined
         self.attrs: dict = dict(attrs or {})  #: attributes printed in [...]
         self.blocks: list[Block] = []     #: nested blocks (If: then/else, Loop: body)
@@ -76,27 +101,26 @@ class Node:
     # -- inputs and outputs ---------------------------------------------------------------------------
     def add_input(self, value: Value) -> None:
         assert isinstance(value, Value), f"node input must be a Value, got {value!r}"
-        value.uses.append(Use(self, len(self.inputs)))
+        use = Use(self, len(self.inputs))
+        self._in_uses.append(use)
         self.inputs.append(value)
+        _attach(value, use)
 
     def set_input(self, index: int, value: Value) -> None:
-        old = self.inputs[index]
-        old.uses = [u for u in old.uses if not (u.node is self and u.index == index)]
-        value.uses.append(Use(self, index))
+        use = self._in_uses[index]
+        _detach(self.inputs[index], use)
         self.inputs[index] = value
+        _attach(value, use)
 
     def remove_input(self, index: int) -> None:
-        old = self.inputs.pop(index)
-        old.uses = [u for u in old.uses if not (u.node is self and u.index == index)]
-        for i in range(index, len(self.inputs)):  # later slots shift down by one
-            for u in self.inputs[i].uses:
-                if u.node is self and u.index == i + 1:
-                    u.index = i
+        _detach(self.inputs.pop(index), self._in_uses.pop(index))
+        for use in self._in_uses[index:]:  # later slots shift down by one
+            use.index -= 1
 
     def drop_inputs(self) -> None:
-        for i, v in enumerate(self.inputs):
-            v.uses = [u for u in v.uses if u.node is not self]
-        self.inputs = []
+        for v, use in zip(self.inputs, self._in_uses):
+            _detach(v, use)
+        self.inputs, self._in_uses = [], []
 
     def add_output(self, type: Type = TENSOR, name: str | None = None) -> Value:
         v = Value(self.graph, type, node=self, name=name)

@@ -400,6 +400,7 @@ PRIMS: dict[str, Prim] = {
     "prim::dtype": Prim(ONE, ONE),
     "prim::CallMethod": Prim((1, None), ANY_N, {"name": str}),
     "prim::CallFunction": Prim(ANY_N, ANY_N),
+    "prim::PythonOp": Prim(ANY_N, ANY_N, {"name": str}),
     "prim::If": Prim(ONE, ANY_N, blocks=2, extra=_if),
     "prim::Loop": Prim((2, None), ANY_N, blocks=1, extra=_loop),
     "prim::FusionGroup": _FUSION,

@@ -2,6 +2,7 @@
 code): `aten::mul.int(int a, int b) -> int` and friends, as TorchScript has them."""
 import math
 import operator
+import warnings
 
 from ..errors import OpRuntimeError
 from .registry import register
@@ -119,7 +120,7 @@ TENSOR_QUERIES = {
 
 # Lists, dicts and strings: the containers are Python objects, mutated in place where PyTorch does.
 _CONTAINER_ROWS = {
-    "aten::append.t(Any(a!)[] self, Any el) -> Any(a!)[]": lambda lst, el: (lst.append(el), lst)[1],
+    "aten::append.t(Any(a!)[] self, Any el) -> Any[]": lambda lst, el: (lst.append(el), lst)[1],
     "aten::pop.t(Any(a!)[] self, int idx=-1) -> Any": _pop,
     "aten::insert.t(Any(a!)[] self, int idx, Any el) -> ()": lambda lst, i, el: lst.insert(i, el),
     "aten::extend.t(Any(a!)[] self, Any[] other) -> ()": lambda lst, other: lst.extend(other),
@@ -135,6 +136,15 @@ _CONTAINER_ROWS = {
     "aten::items.dict(Any self) -> Any[]": lambda d: list(d.items()),
     "aten::get.dict(Any self, Any key, Any default_value=None) -> Any": lambda d, k, default: d.get(k, default),
     "aten::add.str(str a, str b) -> str": operator.add,
+    "aten::mul.left_t(Any[] l, int n) -> Any[]": operator.mul,
+    "aten::eq.list(Any[] a, Any[] b) -> bool": lambda a, b: list(a) == list(b),
+    "aten::ne.list(Any[] a, Any[] b) -> bool": lambda a, b: list(a) != list(b),
+    "aten::join.str(str self, str[] values) -> str": lambda sep, values: sep.join(values),
+    "aten::lower.str(str self) -> str": str.lower,
+    "aten::upper.str(str self) -> str": str.upper,
+    "aten::startswith.str(str self, str prefix) -> bool": str.startswith,
+    "aten::endswith.str(str self, str suffix) -> bool": str.endswith,
+    "aten::warn(str message, int stacklevel=2) -> ()": lambda message, stacklevel: warnings.warn(message),
     "aten::str(Any elem) -> str": str,
     "aten::format(str self, Any[] args) -> str": _format,
 }

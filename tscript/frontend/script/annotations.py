@@ -57,10 +57,12 @@ _UNKNOWN = object()
 def python_type(obj) -> Type:
     """The IR type of a Python annotation object (a class, or typing's `List[int]`...)."""
     from ..._tensor import Tensor
-    if obj is Tensor or getattr(obj, "__name__", None) == "Tensor" and isinstance(obj, type):
+    if isinstance(obj, type) and issubclass(obj, Tensor):
         return TENSOR
     if obj in _SCALARS:
         return _SCALARS[obj]
+    if obj in (list, tuple, dict):
+        return ANY  # a bare container annotation says nothing about the items: inferred instead
     if obj is None:
         return NONE
     origin = typing.get_origin(obj)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import math
 import types as pytypes
+import warnings
 
 import numpy as np
 from tscript_runtime.ops import OPS
@@ -203,17 +204,45 @@ def tensor_attribute(em, x: Sugared, name: str, pos) -> Sugared:
 
 # -- lists, dicts, strings ----------------------------------------------------------------------------
 def _list_op(name: str):
-    return lambda em, args, kwargs, pos: em.call_ops([OPS[f"aten::{name}.t"]], args, kwargs, pos, name)
+    def handler(em, args, kwargs, pos):
+        if name in ("append", "insert") and len(args) >= 2:
+            check_item(em, args[0].type, args[-1], pos)
+        return em.call_ops([OPS[f"aten::{name}.t"]], args, kwargs, pos, name)
+    return handler
+
+
+def check_item(em, list_type, item: Sugared, pos) -> None:
+    """A list keeps one item type: an item of another type is an error (not a silent mix)."""
+    elem = list_type.elem
+    if elem == ANY or item.type is not None and subtype(item.type, elem):
+        return
+    what = type_name(item.type) if item.type is not None else item.describe
+    raise em.error(f"cannot add a value of type '{what}' to a list of type '{list_type}' (an empty list without "
+                   f"annotation is a List[Tensor]; annotate it, e.g. `x: List[int] = []`)", pos)
 
 
 LIST_METHODS = {n: _list_op(n) for n in ("append", "pop", "insert", "extend", "clear")}
 
 
-def _dict_method(name: str):
-    return lambda em, args, kwargs, pos: em.call_ops([OPS[f"aten::{name}.dict"]], args, kwargs, pos, name)
+def _dict_method(name: str, result):
+    """A dict method; `result(dict type)` is the IR type of what it returns."""
+    def handler(em, args, kwargs, pos):
+        out = em.call_ops([OPS[f"aten::{name}.dict"]], args, kwargs, pos, name)
+        out.value.type = result(args[0].type, args[2:] + list(kwargs.values()))
+        return out
+    return handler
 
 
-DICT_METHODS = {n: _dict_method(n) for n in ("keys", "values", "items", "get")}
+DICT_METHODS = {
+    "keys": _dict_method("keys", lambda t, _: ListType(t.key)),
+    "values": _dict_method("values", lambda t, _: ListType(t.value)),
+    "items": _dict_method("items", lambda t, _: ListType(TupleType((t.key, t.value)))),
+    "get": _dict_method("get", lambda t, default: t.value if default and default[0].type == t.value
+                        else OptionalType(t.value)),
+}
+STR_METHODS = {n: (lambda name: lambda em, args, kwargs, pos: em.call_ops([OPS[f"aten::{name}.str"]], args, kwargs,
+                                                                          pos, name))(n)
+               for n in ("join", "lower", "upper", "startswith", "endswith")}
 
 
 def value_attribute(em, v: SimpleValue, name: str, pos) -> Sugared:
@@ -225,6 +254,8 @@ def value_attribute(em, v: SimpleValue, name: str, pos) -> Sugared:
         return HandlerSugar(name, LIST_METHODS[name], v)
     if isinstance(t, DictType) and name in DICT_METHODS:
         return HandlerSugar(name, DICT_METHODS[name], v)
+    if t == STR and name in STR_METHODS:
+        return HandlerSugar(name, STR_METHODS[name], v)
     if isinstance(t, OptionalType):
         raise em.error(f"'{name}' of a value of type '{type_name(t)}': it may be None; refine it first with "
                        f"`if x is not None:`", pos)
@@ -249,8 +280,7 @@ def iterate_value(em, v: SimpleValue, pos):
         return Loop(length_of(em, v, pos),
                     lambda em, i: SimpleValue(em.insert("aten::__getitem__", [v.value, i], [elem]).output))
     if isinstance(t, DictType):
-        keys = em.call_ops([OPS["aten::keys.dict"]], [v], {}, pos, "keys")
-        return iterate_value(em, keys, pos)
+        return iterate_value(em, DICT_METHODS["keys"](em, [v], {}, pos), pos)
     if isinstance(t, TensorType):
         return Loop(length_of(em, v, pos),
                     lambda em, i: em.call_ops([OPS["aten::select"]], [v, ConstValue(0), SimpleValue(i)], {}, pos,
@@ -453,18 +483,19 @@ def _list(em, args, kwargs, pos):
     if not args:
         return em.empty_list(TENSOR, pos)
     x = args[0]
-    if isinstance(x.type, ListType):
+    if isinstance(x.type, ListType) and not isinstance(x, ShapeSugar):
         return em.call_ops([OPS["aten::list.t"]], [x], {}, pos, "list")
-    return em.comprehension_of(x, pos)
+    return SimpleValue(em.comprehension_of(x, pos))
 
 
 def _tuple(em, args, kwargs, pos):
     _no_kwargs(em, "tuple", kwargs, pos)
     _arity(em, "tuple", args, 1, 1, pos)
+    if isinstance(args[0].type, ListType):
+        return args[0]  # a tuple of unknown length: the list itself stands for it (e.g. as int[])
     items = em.iteration(args[0], pos)
     if not isinstance(items, Unrolled):
-        raise em.error("tuple() needs a value of known length (a tuple or a module list); lists have no fixed "
-                       "length in scripted code", pos)
+        return SimpleValue(em.comprehension_of(args[0], pos))  # run-time length: a list
     return TupleSugar(items.items)
 
 
@@ -493,6 +524,19 @@ def _hasattr(em, args, kwargs, pos):
     return ConstValue(em.has_attribute(args[0], args[1].value))
 
 
+def _type(em, args, kwargs, pos):
+    _no_kwargs(em, "type", kwargs, pos)
+    _arity(em, "type", args, 1, 1, pos)
+    return em.compiler.class_of(args[0], pos, em)
+
+
+def _warn(em, args, kwargs, pos):
+    """warnings.warn(message, ...): aten::warn (the category and stack level are not kept)."""
+    _arity(em, "warn", args, 1, 3, pos)
+    message = args[0] if args[0].type == STR else em.call_ops([OPS["aten::str"]], [args[0]], {}, pos, "str")
+    return em.call_ops([OPS["aten::warn"]], [message], {}, pos, "warn")
+
+
 def _print(em, args, kwargs, pos):
     raise em.error("print() is not supported in scripted code (the standalone runtime has no Python to print "
                    "with); return the value instead", pos)
@@ -502,7 +546,8 @@ SPECIALS = {
     len: _len, range: _range, enumerate: _enumerate, zip: _zip, isinstance: _isinstance,
     float: _scalar_conversion("float", FLOAT), int: _scalar_conversion("int", INT),
     bool: _scalar_conversion("bool", BOOL), str: _str, min: _min_max("min"), max: _min_max("max"), abs: _abs,
-    list: _list, tuple: _tuple, getattr: _getattr, hasattr: _hasattr, print: _print,
+    list: _list, tuple: _tuple, getattr: _getattr, hasattr: _hasattr, print: _print, type: _type,
+    warnings.warn: _warn,
 }
 
 MATH = {math.sqrt: "sqrt", math.pow: "pow", **{getattr(math, n): n for n in (
@@ -514,6 +559,39 @@ def math_sugar(fn) -> Sugared:
     """`math.<fn>`: the scalar overloads of the op family of that name."""
     name = MATH[fn]
     return BuiltinSugar(f"math.{name}", [op for op in family(name) if "." in op.name])
+
+
+# -- the op table itself: library code calls `dispatch(OPS["aten::x"], (args...))` --------------------------
+class OpSugar(Sugared):
+    """One op of the table (`OPS["aten::linear"]`), as library code hands it to `dispatch`."""
+
+    def __init__(self, op):
+        self.op = op
+
+    @property
+    def describe(self) -> str:
+        return f"the op {self.op.name}"
+
+
+class OpTableSugar(Sugared):
+    """`OPS`: indexed by a constant op name."""
+    describe = "the op table"
+
+    def getitem(self, em, index, pos):
+        if not (isinstance(index, ConstValue) and index.value in OPS):
+            raise em.error("the op table can only be indexed by the constant name of an op", pos)
+        return OpSugar(OPS[index.value])
+
+
+def dispatch_call(em, args, kwargs, pos):
+    """`dispatch(op, (a, b, ...))`: that op called with those arguments, in schema order."""
+    _no_kwargs(em, "dispatch", kwargs, pos)
+    _arity(em, "dispatch", args, 2, 2, pos)
+    op, call_args = args
+    items = em.iteration(call_args, pos) if isinstance(call_args, (TupleSugar, ConstValue)) else None
+    if not isinstance(op, OpSugar) or not isinstance(items, Unrolled):
+        raise em.error("dispatch() needs an op of the table and a tuple of arguments", pos)
+    return em.call_ops([op.op], items.items, {}, pos, op.op.schema.short_name)
 
 
 # -- classes: isinstance targets and exceptions -----------------------------------------------------------

@@ -27,12 +27,17 @@ class Env:
     def lookup(self, name: str) -> Sugared | None:
         env = self
         while env is not None:
-            if name in env.vars:
-                return env.vars[name]
             if name in env.refined:
                 return env.refined[name]
+            if name in env.vars:
+                return env.vars[name]
             env = env.parent
         return None
+
+    def set(self, name: str, value: Sugared) -> None:
+        """Bind `name` here (replacing any narrowed view of it)."""
+        self.refined.pop(name, None)
+        self.vars[name] = value
 
     def flag(self, name: str) -> Sugared:
         """An exit flag: FALSE unless set."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 from tscript_runtime.ops import OPS
 
 from ...ir.types import DTYPE, INT, STR, DictType, ListType, OptionalType, TensorType, TupleType
+from .builtins import check_item
 from .values import ConstValue, SimpleValue, Sugared, TupleSugar
 
 
@@ -134,6 +135,7 @@ def setitem(em, target: SimpleValue, index: Sugared, value: Sugared, pos) -> Non
         _tensor_setitem(em, target, index, value, pos)
     elif isinstance(t, ListType):
         _check_index(em, index, INT, pos)
+        check_item(em, t, value, pos)
         em.call_ops([OPS["aten::_set_item.t"]], [target, index, value], {}, pos, "__setitem__")
     elif isinstance(t, DictType):
         _check_index(em, index, t.key, pos)

@@ -12,7 +12,7 @@ from tscript_runtime.ops.schema import NO_DEFAULT
 from ...ir.types import (ANY, BOOL, DTYPE, FLOAT, INT, NONE, STR, TENSOR, DictType, ListType, OptionalType,
                          TensorType, TupleType, Type)
 from .annotations import type_name
-from .values import ConstValue, SimpleValue, Sugared, TupleSugar
+from .values import ConstValue, EmptyList, SimpleValue, Sugared, TupleSugar
 
 _NUMBERS = (INT, FLOAT, BOOL)
 _SCALAR_TYPES = {"int": INT, "float": FLOAT, "bool": BOOL, "str": STR, "ScalarType": DTYPE}
@@ -149,8 +149,10 @@ def _convert_list(s: Sugared, elem: str, arg: str) -> tuple:
     t = s.type
     if isinstance(t, ListType) and _accepts(elem, t.elem):
         return 0, _value(s)
-    if elem == "int" and t == INT:
-        return 0, _value(s)
+    if isinstance(s, EmptyList):
+        return 0, _list_thunk([], [], elem)
+    if elem == "int" and t == INT:  # one int for an int[] (kernels take it as a one-item list)
+        return 0, _list_thunk([s], [_value(s)], elem)
     items = _items(s)
     if items is None:
         raise Mismatch(f"expected a value of type '{elem}[]' for argument '{arg}' but found "
@@ -187,7 +189,7 @@ class _TupleItem(Sugared):
 
 def _list_thunk(items: list, thunks: list, elem: str):
     def thunk(em, pos):
-        if all(isinstance(i, ConstValue) for i in items) and elem in ("int", "float"):
+        if all(isinstance(i, ConstValue) for i in items) and elem in ("int", "float") and items:
             return em.const([float(i.value) if elem == "float" else i.value for i in items])
         values = [th(em, pos) for th in thunks]
         elem_type = {"int": INT, "float": FLOAT, "bool": BOOL}.get(elem)

@@ -218,7 +218,8 @@ class _Builder(Transformer):
         return S.IfExp(_pos(meta), test, body, orelse)
 
     def lambdef(self, meta, items):
-        return S.Unsupported(_pos(meta), "lambda functions")
+        names = [str(t) for t in items if isinstance(t, Token) and t.type == "NAME"]
+        return S.Lambda(_pos(meta), names, items[-1])
 
     def or_test(self, meta, items):
         return S.BoolOp(_pos(meta), "or", items)
@@ -266,7 +267,7 @@ class _Builder(Transformer):
         return S.UnaryOp(_pos(meta), str(op), operand)
 
     def power(self, meta, items):
-        return S.BinOp(_pos(meta), "**", items[0], items[1])
+        return S.BinOp(_pos(meta), "**", items[0], items[2])
 
     def call(self, meta, items):
         func, arguments = items
@@ -287,9 +288,11 @@ class _Builder(Transformer):
         return S.TupleExpr(_pos(meta), [i for i in items if i is not None])
 
     def generator(self, meta, items):
-        return S.Unsupported(_pos(meta), "generator expressions (use a list comprehension)")
+        return items[0]  # a generator expression is compiled as a list comprehension
 
-    generator_argument = generator
+    def generator_argument(self, meta, items):
+        elt, *gens, cond = items
+        return [S.Comprehension(_pos(meta), "list", elt, None, _generators(gens, cond))], []
 
     def list(self, meta, items):
         return S.ListExpr(_pos(meta), items[0] or [])

@@ -122,6 +122,12 @@ class Comprehension(Expr):
 
 
 @dataclass
+class Lambda(Expr):
+    params: list  # names
+    body: Expr
+
+
+@dataclass
 class Unsupported(Expr):
     """A construct the language does not have (lambda, *args, set literals...)."""
     what: str

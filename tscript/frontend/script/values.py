@@ -89,6 +89,11 @@ class SimpleValue(Sugared):
         return f"SimpleValue({self.value!r})"
 
 
+class EmptyList(SimpleValue):
+    """A `[]` literal used directly (an argument, a branch of a conditional): it also passes as an
+    empty list of any element type, e.g. an op's `int[]` (without annotation `[]` is a List[Tensor])."""
+
+
 class ConstValue(Sugared):
     """A Python constant (None, bool, int, float, str, dtype, or a tuple of them)."""
 

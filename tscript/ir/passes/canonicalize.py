@@ -22,7 +22,8 @@ import numpy as np
 from tscript_runtime.ops import OPS, TensorMeta
 
 from ..graph import Graph, Node, Value
-from ..types import TensorType
+from ..types import ANY, TensorType
+from ..verify import assignable
 from .constant_propagation import constant_value
 from .effects import mutated_values
 
@@ -283,6 +284,12 @@ def lossless(src: np.dtype, dst: np.dtype) -> bool:
     return False
 
 
+def _unchecked_cast(ctx, node):
+    """A cast that refines nothing (`Optional[Tensor]` -> `Tensor` of a value known to be a tensor)."""
+    x = node.inputs[0]
+    return x if x.type != ANY and assignable(x.type, node.output.type) else None
+
+
 RULES: dict[str, Callable[[_Context, Node], Value | None]] = {
     "aten::mul": _mul,
     "aten::add": _add,
@@ -296,6 +303,7 @@ RULES: dict[str, Callable[[_Context, Node], Value | None]] = {
     "aten::cat": _cat,
     "aten::contiguous": _contiguous,
     "aten::to": _to,
+    "prim::unchecked_cast": _unchecked_cast,
 }
 
 

@@ -9,7 +9,8 @@ from tscript_runtime.ops import OPS
 from ..graph import Graph, Node, Value
 from ..types import ScalarType
 
-_EFFECT_PRIMS = {"prim::RaiseException", "prim::CallMethod", "prim::CallFunction", "prim::Print"}
+_EFFECT_PRIMS = {"prim::RaiseException", "prim::CallMethod", "prim::CallFunction", "prim::Print", "prim::PythonOp",
+                 "aten::warn"}
 _PURE_PRIMS = {"prim::Constant", "prim::GetAttr", "prim::ListConstruct", "prim::TupleConstruct",
                "prim::DictConstruct", "prim::ListUnpack", "prim::TupleUnpack", "prim::TupleIndex",
                "aten::__getitem__", "aten::len", "aten::dim", "prim::dtype", "prim::unchecked_cast"}
@@ -19,10 +20,18 @@ _CONTAINER_PRIMS = {"prim::ListConstruct", "prim::TupleConstruct", "prim::DictCo
                     "prim::TupleUnpack", "prim::TupleIndex", "aten::__getitem__", "prim::unchecked_cast"}
 
 
+_RANDOM: dict[str, bool] = {}  # op name -> is_random (a cache: the schema says it once per op)
+
+
 def is_random(node: Node) -> bool:
     """Does the op draw from a random generator (so two calls differ and removing one shifts the stream)?"""
-    op = OPS.get(node.kind)
-    return op is not None and any(a.base_type == "Generator" for a in op.schema.args)
+    random = _RANDOM.get(node.kind)
+    if random is None:
+        op = OPS.get(node.kind)
+        if op is None:
+            return False
+        random = _RANDOM[node.kind] = any(a.base_type == "Generator" for a in op.schema.args)
+    return random
 
 
 def writes_memory(node: Node) -> bool:
@@ -53,13 +62,10 @@ def view_source(node: Node) -> Value | None:
 
 
 def mutated_values(graph: Graph) -> set:
-    """Every value that an in-place op may change: written values and all their view relatives."""
-    written = set()
-    for n in graph.all_nodes():
-        op = OPS.get(n.kind)
-        if op is not None and op.mutates is not None:
-            written.add(n.inputs[op.mutates])
-    return alias_closure(graph, written)
+    """Every value that an in-place op may change: written values and all their view relatives
+    (empty at the cost of one walk when nothing is written in place, the usual case)."""
+    written = {n.inputs[OPS[n.kind].mutates] for n in graph.all_nodes() if writes_memory(n)}
+    return alias_closure(graph, written) if written else set()
 
 
 def alias_closure(graph: Graph, values: set) -> set:
