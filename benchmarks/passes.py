@@ -8,21 +8,26 @@ of a model run with and without releasing dead intermediates, beside the static 
 """
 import functools
 import gc
+import os
 import statistics
 import time
 
-import numpy as np
+# One BLAS thread when run alone (as the tests do): on a shared 2-core machine a spinning OpenBLAS
+# pool makes the executor comparison swing by 10x from run to run.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import tscript as ts
-from tscript import nn
-from tscript.frontend.modules import _attr_tree
-from tscript.ir import Graph, tensor_type
-from tscript.ir.passes.memory_plan import measure_peak, plan_memory
-from tscript.ir.passes.pipeline import PIPELINE, run_pipeline
-from tscript.ir.serialize import graph_to_json
-from tscript_runtime.executor import ArrayDomain, Program
+import numpy as np  # noqa: E402
 
-from .harness import Case, fmt_time, run_case, torch
+import tscript as ts  # noqa: E402
+from tscript import nn  # noqa: E402
+from tscript.frontend.modules import _attr_tree  # noqa: E402
+from tscript.ir import Graph, tensor_type  # noqa: E402
+from tscript.ir.passes.memory_plan import measure_peak, plan_memory  # noqa: E402
+from tscript.ir.passes.pipeline import PIPELINE, run_pipeline  # noqa: E402
+from tscript.ir.serialize import graph_to_json  # noqa: E402
+from tscript_runtime.executor import ArrayDomain, Program  # noqa: E402
+
+from .harness import Case, fmt_time, run_case  # noqa: E402
 
 SIZES = (1_000, 10_000, 100_000)
 SHAPE = (8, 16)

@@ -1,7 +1,7 @@
 """The `tsrt` command (also `python -m tscript_runtime`): inspect and run saved models.
 
     tsrt info model.tsm                                  entry points, parameters, size, native code
-    tsrt run model.tsm --input x.npy [...] [--output out.npz]
+    tsrt run model.tsm --input x.npy [...] [--output out.npz] [--grad]
     tsrt ir model.tsm [--entry forward]
     tsrt bench model.tsm [--runs N] [--input x.npy ...]  latency over repeated runs
 
@@ -37,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--input", action="append", default=[], metavar="FILE.npy",
                          help="one input per option, in order (bench: random inputs when omitted)")
     run.add_argument("--output", metavar="FILE.npz", help="also write the outputs to an .npz file")
+    run.add_argument("--grad", action="store_true",
+                     help="also compute and print gradients (models saved with a backward entry point)")
     bench.add_argument("--runs", type=int, default=100, help="number of timed runs (default: 100)")
     bench.add_argument("--warmup", type=int, default=3, help="untimed runs first (default: 3)")
     return parser
@@ -82,8 +84,13 @@ def cmd_info(args) -> None:
 
 def cmd_run(args) -> None:
     model = load(args.model)
-    outputs = model.run_method(args.entry, *[_read_input(p) for p in args.input])
-    arrays = dict(_flatten("output", outputs))
+    inputs = [_read_input(p) for p in args.input]
+    if args.grad:
+        outputs, grads = model.run_with_grad(*inputs)
+        arrays = dict(_flatten("output", outputs))
+        arrays.update({f"grad.{name}": g for name, g in grads.items()})
+    else:
+        arrays = dict(_flatten("output", model.run_method(args.entry, *inputs)))
     for name, value in arrays.items():
         print(f"{name}: {_summary(value)}")
     if args.output:

@@ -54,7 +54,7 @@ import numpy as np
 from . import dtypes as dt
 from . import native
 from .archive import Archive, read_archive
-from .errors import ModelError
+from .errors import InputError, ModelError
 from .executor import ArrayDomain, Program
 from .graph_format import check_graph
 from .kernels import LaunchSpec
@@ -344,6 +344,7 @@ class Model:
         self._tree = attribute_tree(self.params)
         self.native: dict = {}  #: entry point name -> NativeState, for the entry points with native code
         self._programs = {name: self._program(e) for name, e in self.entry_points.items()}
+        self._training = _training_section(saved)
 
     def _program(self, entry: EntryPoint) -> Program:
         launchers = {}
@@ -367,19 +368,32 @@ class Model:
 
     def run_method(self, name: str, *inputs):
         """Run the entry point `name` (e.g. a method exported with `@tscript.jit.export`)."""
+        outputs = self._run_entry(name, inputs)
+        if name == "forward" and self._training is not None:  # a training forward also returns saved values
+            outputs = outputs[:self._training["outputs"]]
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _run_entry(self, name: str, inputs) -> list:
         entry = self.entry(name)
         args = entry.signature.check(inputs)
         if entry.takes_self:
             args.insert(0, self._tree)
         values = self._programs[name].run(args)
-        outputs = [_output(spec, v) for spec, v in zip(entry.signature.outputs, values)]
-        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+        return [_output(spec, v) for spec, v in zip(entry.signature.outputs, values)]
 
     def run_with_grad(self, *inputs, grad_outputs=None):
-        """Outputs and gradients; needs a model saved with a backward entry point."""
-        if "backward" not in self.entry_points:
-            raise ModelError(f"{self.source}: this model was saved without a backward entry point")
-        raise ModelError(f"{self.source}: running backward entry points needs a newer tscript_runtime")
+        """`(outputs, grads)`: the forward outputs and, by name, the gradient of every parameter and
+        float input (a dict); `grad_outputs` defaults to 1 for a scalar output. Needs a model saved
+        from `tscript.jit.compile(..., backward=True)`."""
+        t = self._training
+        if t is None or t.get("backward") not in self.entry_points:
+            raise ModelError(f"{self.source}: this model was saved without a backward entry point (compile it "
+                             f"with tscript.jit.compile(..., backward=True) before saving)")
+        values = self._run_entry("forward", inputs)
+        outputs, saved = values[:t["outputs"]], values[t["outputs"]:]
+        grads = self._run_entry(t["backward"], _seed_gradients(outputs, grad_outputs, self.source) + saved)
+        result = outputs[0] if len(outputs) == 1 else tuple(outputs)
+        return result, dict(zip(t["gradients"], grads))
 
     def ir(self, entry: str = "forward") -> str:
         """The readable IR text of an entry point."""
@@ -467,6 +481,40 @@ def _output(spec, value):
     if isinstance(value, dict):
         return {k: _output(getattr(spec, "value", None), v) for k, v in value.items()}
     return value
+
+
+def _training_section(saved: SavedModel) -> dict | None:
+    """The manifest's `training` section (how forward and backward pair up), checked."""
+    t = saved.manifest.get("training")
+    if t is None:
+        return None
+    ok = (isinstance(t, dict) and isinstance(t.get("outputs"), int) and isinstance(t.get("saved"), int)
+          and isinstance(t.get("backward"), str) and isinstance(t.get("gradients"), list)
+          and all(isinstance(g, str) for g in t["gradients"]))
+    if not ok:
+        raise ModelError(f"{saved.source}: malformed 'training' section in the manifest")
+    return t
+
+
+def _seed_gradients(outputs: list, grad_outputs, source: str) -> list:
+    """The output gradients backward starts from (1 for a scalar output when none are given)."""
+    if grad_outputs is None:
+        for o in outputs:
+            if np.asarray(o).size != 1:
+                raise InputError(f"{source}: grad_outputs must be given for non-scalar outputs "
+                                 f"(output shape {list(np.shape(o))})")
+        return [np.ones_like(np.asarray(o)) for o in outputs]
+    grads = list(grad_outputs) if isinstance(grad_outputs, (list, tuple)) else [grad_outputs]
+    if len(grads) != len(outputs):
+        raise InputError(f"{source}: expected {len(outputs)} grad_outputs, got {len(grads)}")
+    out = []
+    for i, (g, o) in enumerate(zip(grads, outputs)):
+        g, o = np.asarray(g, dtype=np.asarray(o).dtype), np.asarray(o)
+        if g.shape != o.shape:
+            raise InputError(f"{source}: grad_outputs[{i}] has shape {list(g.shape)}, output {i} has shape "
+                             f"{list(o.shape)}")
+        out.append(g)
+    return out
 
 
 def load(source) -> Model:

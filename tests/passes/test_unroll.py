@@ -45,13 +45,29 @@ graph(%x : Float(2, 3)):
 """)
 
 
-@pytest.mark.parametrize("text", [
-    RANGE_LOOP.replace("prim::Constant[value={n}]()", "aten::size(%x, %x_dim)").replace(
-        "  %true", "  %true").replace("graph(%x : Float(2, 3)):", "graph(%x : Float(2, 3), %x_dim : int):"),
-    RANGE_LOOP.format(n=3).replace("-> (%true, %h2)", "-> (%c, %h2)").replace(
-        "%h2 : Float(2, 3) = aten::add(%h, %x, %i)",
-        "%h2 : Float(2, 3) = aten::add(%h, %x, %i)\n      %c : bool = aten::lt.int(%i, %i)"),
-])
+UNKNOWN_TRIPS = """
+graph(%x : Float(2, 3), %n : int):
+  %true : bool = prim::Constant[value=True]()
+  %y : Float(2, 3) = prim::Loop(%n, %true, %x)
+    block0(%i : int, %h : Float(2, 3)):
+      %h2 : Float(2, 3) = aten::add(%h, %x, %i)
+      -> (%true, %h2)
+  return (%y)
+"""
+WHILE_LOOP = """
+graph(%x : Float(2, 3)):
+  %n : int = prim::Constant[value=3]()
+  %true : bool = prim::Constant[value=True]()
+  %y : Float(2, 3) = prim::Loop(%n, %true, %x)
+    block0(%i : int, %h : Float(2, 3)):
+      %h2 : Float(2, 3) = aten::add(%h, %x, %i)
+      %go : bool = aten::lt.int(%i, %i)
+      -> (%go, %h2)
+  return (%y)
+"""
+
+
+@pytest.mark.parametrize("text", [UNKNOWN_TRIPS, WHILE_LOOP])
 def test_loops_without_a_known_trip_count_stay(text):
     check_pass(unroll_loops, text, text, changed=False)
 

@@ -245,9 +245,9 @@ define i32 @k_fusion_0(i8* %cmd) {
 
 
 def test_ir_declaring_a_forbidden_function_is_refused(saved, tmp_path):
-    ll = (saved[0] / "fn.tsm")
-    text = zipfile.ZipFile(ll).read("forward.ll").decode() + "\ndeclare i32 @system(i8*)\n"
-    path = copy_with(ll, tmp_path / "evil.tsm", members={"forward.ll": text.encode()})
+    src = saved[0] / "fn.tsm"
+    text = zipfile.ZipFile(src).read("forward.ll").decode() + "\ndeclare i32 @system(i8*)\n"
+    path = copy_with(src, tmp_path / "evil.tsm", members={"forward.ll": text.encode()})
     for load in LOADERS:
         with pytest.raises(ModelError, match=r"evil.tsm: member 'forward.ll' declares external function\(s\) not "
                                              r"on the allow-list: system"):

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from . import graph
 from .anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly
+from .derivatives import call
 from .engine import execute
 from .function import Function, FunctionCtx
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
                         set_grad_enabled)
-from .derivatives import call
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 

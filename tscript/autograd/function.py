@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import functools
 import weakref
+from dataclasses import dataclass
 
+from .. import _tracing
 from . import anomaly
 from .grad_mode import no_grad, state as grad_state
 from .graph import FREED_MESSAGE, Node, SavedOutput, SavedTensor, edge
@@ -23,6 +25,8 @@ class FunctionCtx:
     def save_for_backward(self, *tensors) -> None:
         """Keep tensors for `backward` (read them back with `ctx.saved_tensors`)."""
         self._saved = tuple(SavedTensor(t) if t is not None else None for t in tensors)
+        if _tracing.state.recorder is not None:  # the tracer records these as values of the graph
+            self._traced_saved = tensors
 
     @property
     def saved_tensors(self) -> tuple:
@@ -112,22 +116,44 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        """Run `forward` (not recorded) and connect its outputs to one node running `backward`."""
-        ctx = FunctionCtx(args)
-        with no_grad():
-            out = cls.forward(ctx, *args, **kwargs)
-        if not (grad_state.enabled and any(ctx.needs_input_grad)):
-            return out
-        outputs = out if isinstance(out, tuple) else (out,)
-        outputs = tuple(_fresh(o, args, ctx) for o in outputs)
-        metas = [(o._data.shape, o._data.dtype) if hasattr(o, "_data") else None for o in outputs]
-        node = FunctionBackward(cls, ctx, args, metas)
-        anomaly.remember(node)
-        for nr, o in enumerate(outputs):
-            if metas[nr] is not None and id(o) not in ctx.non_differentiable and o._data.dtype.kind == "f":
-                o._requires_grad, o.grad_fn, o._output_nr = True, node, nr
-        _own_saved_outputs(ctx, node)
-        return outputs if isinstance(out, tuple) else outputs[0]
+        """Run `forward` (not recorded) and connect its outputs to one node running `backward`.
+        While tracing, the call is recorded as one prim::PythonOp node (see `TracedCall`)."""
+        recorder = _tracing.state.recorder
+        if recorder is not None:
+            return recorder.call_function(cls, args, kwargs)
+        return apply_function(cls, args, kwargs)[0]
+
+
+def apply_function(fn_cls, args: tuple, kwargs: dict) -> tuple:
+    """`fn_cls.apply(*args, **kwargs)`: (its result, the ctx its forward filled in)."""
+    ctx = FunctionCtx(args)
+    with no_grad():
+        out = fn_cls.forward(ctx, *args, **kwargs)
+    if not (grad_state.enabled and any(ctx.needs_input_grad)):
+        return out, ctx
+    outputs = out if isinstance(out, tuple) else (out,)
+    outputs = tuple(_fresh(o, args, ctx) for o in outputs)
+    metas = [(o._data.shape, o._data.dtype) if hasattr(o, "_data") else None for o in outputs]
+    node = FunctionBackward(fn_cls, ctx, args, metas)
+    anomaly.remember(node)
+    for nr, o in enumerate(outputs):
+        if metas[nr] is not None and id(o) not in ctx.non_differentiable and o._data.dtype.kind == "f":
+            o._requires_grad, o.grad_fn, o._output_nr = True, node, nr
+    _own_saved_outputs(ctx, node)
+    return (outputs if isinstance(out, tuple) else outputs[0]), ctx
+
+
+@dataclass
+class TracedCall:
+    """One `Function.apply` recorded while tracing, as a prim::PythonOp node whose callee graph holds
+    the ops of `forward` (and this, as its `traced_call`): what autodiff needs to record the user's
+    `backward` into a backward graph instead of differentiating those ops."""
+    fn_cls: type
+    ctx: FunctionCtx
+    n_outputs: int               # the node's first outputs are the function's; then its saved tensors
+    saved: tuple                 # per save_for_backward argument: True (a node output, in order) or None
+    arg_inputs: tuple            # per positional argument: the index of its node input, or None (no tensor)
+    non_differentiable: frozenset  # indices of outputs marked non-differentiable
 
 
 def _fresh(output, args: tuple, ctx: FunctionCtx):

@@ -65,7 +65,7 @@ class CompiledModel:
             if t.dtype is not None and a._data.dtype != t.dtype:
                 raise InputError(f"input {i} ('{v.name}') must have dtype {t.dtype.name}, got {a._data.dtype.name}")
             if t.shape is not None:
-                _check_shape(i, v.name, t.shape, a._data.shape, self.dynamic is not None)
+                _check_shape(i, v.name, t.shape, a._data.shape)
 
     def __call__(self, *args):
         self._check(args)
@@ -77,11 +77,11 @@ class CompiledModel:
         return f"<tscript.jit.CompiledModel {self.name}: {len(self.native.specs)} native kernels>"
 
 
-def _check_shape(i: int, name: str, expected: tuple, got: tuple, fixed_dims: bool) -> None:
+def _check_shape(i: int, name: str, expected: tuple, got: tuple) -> None:
+    """Only dims named in `dynamic` (symbolic in the graph) may vary: the optimizer may have folded
+    the other sizes into the code."""
     if len(expected) != len(got):
         raise InputError(f"input {i} ('{name}') must have {len(expected)} dimensions, got shape {list(got)}")
-    if not fixed_dims:
-        return
     for d, (e, g) in enumerate(zip(expected, got)):
         if isinstance(e, int) and e != g:
             raise InputError(f"input {i} ('{name}'): dimension {d} must be {e} (not declared dynamic), got "

@@ -35,7 +35,7 @@ from .._tensor import _make
 from ..ir.graph import Graph
 from ..ir.passes.dce import eliminate_dead_code
 from ..ir.serialize import graph_from_json, graph_to_json
-from ..ir.types import DictType, ListType, ScalarType, TensorType, TupleType, Type
+from ..ir.types import DictType, ListType, ModuleType, ScalarType, TensorType, TupleType, Type
 from .compiled import CompiledModel, CompiledTrainingModel
 from .modules import ScriptFunction, ScriptModule
 
@@ -96,26 +96,66 @@ def _payload(module, name: str, param_entries: dict, forward: dict) -> dict:
 
 
 def _save_compiled(compiled: CompiledModel, f, dynamic) -> None:
-    if isinstance(compiled, CompiledTrainingModel):
-        raise TypeError("tscript.jit.save: models compiled with backward=True cannot be saved yet; compile "
-                        "without backward to save for inference")
     if dynamic is not None:
         raise ValueError("tscript.jit.save: the symbolic dims of a compiled model are chosen when it is compiled; "
                          "pass dynamic= to tscript.jit.compile instead")
     graph, module = compiled.graph, compiled.module
+    training = isinstance(compiled, CompiledTrainingModel)
+    if training:
+        graph = _reread_parameters(graph.copy(), compiled.lifted)
     params = _params(module, graph) if module is not None else {}
-    inputs = graph.inputs[1:] if module is not None else graph.inputs
-    signature = Signature("forward", tuple((v.name, _spec(v.type)) for v in inputs),
-                          tuple(_spec(v.type) for v in graph.outputs))
+    signature = _compiled_signature("forward", graph, module is not None)
     members, param_entries = _param_members(params)
     entry = _entry("forward", graph, signature, module is not None, members)
-    entry["native"] = _native_entry("forward", compiled, members)
-    write_archive(f, FORMAT, VERSION, _payload(module, compiled.name, param_entries, entry), members)
+    entry["native"] = _native_entry("forward", compiled.native, compiled.dynamic, members)
+    payload = _payload(module, compiled.name, param_entries, entry)
+    if training:
+        back = compiled.backward_graph
+        payload["entry_points"]["backward"] = _entry("backward", back, _compiled_signature("backward", back, False),
+                                                     False, members)
+        payload["entry_points"]["backward"]["native"] = _native_entry("backward", compiled.backward_native,
+                                                                      compiled.dynamic, members)
+        payload["training"] = _training_section(compiled, graph)
+    write_archive(f, FORMAT, VERSION, payload, members)
 
 
-def _native_entry(name: str, compiled: CompiledModel, members: dict) -> dict:
-    """The manifest entry of a compiled model's native code; adds its IR and object code to `members`."""
-    code = compiled.native
+def _compiled_signature(name: str, graph: Graph, takes_self: bool) -> Signature:
+    inputs = graph.inputs[1:] if takes_self else graph.inputs
+    return Signature(name, tuple((v.name, _spec(v.type)) for v in inputs), tuple(_spec(v.type) for v in graph.outputs))
+
+
+def _reread_parameters(graph: Graph, lifted: list) -> Graph:
+    """A training forward graph whose lifted parameters are read from %self again (prim::GetAttr), so
+    the saved entry point takes the same inputs as the model."""
+    self_value = graph.inputs[0]
+    by_name = {v.name: v for v in graph.inputs}
+    first = graph.block.first
+    for name, _, value in lifted:
+        v = by_name[value.name]
+        obj = self_value
+        with graph.inserting_before(first) if first is not None else graph.inserting_at_end(graph.block):
+            parts = name.split(".")
+            for i, part in enumerate(parts):
+                t = v.type if i == len(parts) - 1 else ModuleType(part)
+                obj = graph.insert("prim::GetAttr", [obj], 1, {"name": part}, [t]).output
+        v.replace_all_uses_with(obj)
+        graph.block.remove_param(graph.inputs.index(v))
+    return graph
+
+
+def _training_section(compiled: CompiledTrainingModel, graph: Graph) -> dict:
+    """How run_with_grad pairs the entry points: user outputs, saved values, gradient names."""
+    n_saved = compiled.n_saved
+    n_outputs = len(graph.outputs) - n_saved
+    args = graph.inputs[1:] if compiled.module is not None else graph.inputs
+    inputs = [v.name for v in args if isinstance(v.type, TensorType) and v.type.dtype is not None
+              and v.type.dtype.kind == "f"]
+    return {"outputs": n_outputs, "saved": n_saved, "backward": "backward",
+            "gradients": [name for name, _, _ in compiled.lifted] + inputs}
+
+
+def _native_entry(name: str, code, dynamic, members: dict) -> dict:
+    """The manifest entry of an entry point's native code; adds its IR and object code to `members`."""
     native.check_externals(code.ll, "the generated LLVM IR")  # never write a file the runtime refuses
     members[f"{name}.ll"] = code.ll.encode()
     members[f"{name}.o"] = code.object if code.object is not None else native.compile_cached(code.ll)
@@ -123,7 +163,7 @@ def _native_entry(name: str, compiled: CompiledModel, members: dict) -> dict:
     return {"target_triple": host["triple"], "cpu": host["cpu"], "cpu_features": host["features"],
             "llvm_ir": f"{name}.ll", "object": f"{name}.o",
             "kernels": [k.to_json() for k in code.launch_specs()],
-            "dynamic": [[int(i), [int(d) for d in dims]] for i, dims in (compiled.dynamic or {}).items()]}
+            "dynamic": [[int(i), [int(d) for d in dims]] for i, dims in (dynamic or {}).items()]}
 
 
 def _version() -> str:

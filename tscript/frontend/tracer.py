@@ -232,6 +232,41 @@ class Recorder:
             parent.bind(x, v)
         return result
 
+    # -- autograd.Function calls -----------------------------------------------------------------------
+    def call_function(self, fn_cls, args: tuple, kwargs: dict):
+        """Record `fn_cls.apply(*args, **kwargs)` as one prim::PythonOp node: its forward's ops in the
+        node's `callee` (inlining or executing runs them), the tensors it saves for backward as extra
+        outputs, and a `TracedCall` (the callee's `traced_call`) from which autodiff records its backward."""
+        from ..autograd.function import TracedCall, apply_function
+        parent = self.frame
+        frame = Frame(Graph(), scope=parent.scope)
+        named = _named_leaves(fn_cls.forward, (None, *args), kwargs)  # (None: forward's ctx)
+        for x, name in named:
+            frame.bind(x, frame.graph.add_input(type_of(x), name))
+        self.frames.append(frame)
+        try:
+            result, ctx = apply_function(fn_cls, args, kwargs)
+            outs = _flat_traced(result)
+            saved = getattr(ctx, "_traced_saved", ())
+            for x in outs + [t for t in saved if t is not None]:
+                frame.graph.add_output(self.value_of(x))
+        finally:
+            self.frames.pop()
+        leaves = [x for x, _ in named]
+        node = parent.graph.insert("prim::PythonOp", [self.value_of(x) for x in leaves + frame.captures],
+                                   len(frame.graph.outputs), {"name": fn_cls.__name__},
+                                   [v.type for v in frame.graph.outputs])
+        self._annotate(node)
+        node.callee = frame.graph
+        for x, v in zip(outs, node.outputs):
+            parent.bind(x, v)
+        frame.graph.traced_call = TracedCall(
+            fn_cls, ctx, len(outs), tuple(None if t is None else True for t in saved),
+            tuple(next((k for k, x in enumerate(leaves) if x is a), None) if isinstance(a, Tensor) else None
+                  for a in args),
+            frozenset(k for k, o in enumerate(outs) if id(o) in ctx.non_differentiable))
+        return result
+
     def _enter(self, module, path: list, args: tuple, kwargs: dict) -> Frame:
         """Push the frame of a submodule call: `%self`, then one input per tensor/traced scalar."""
         sub = Graph()

@@ -5,7 +5,8 @@ returning the value that replaces the node's output (an existing value, or a nod
 before `node`), or None to leave the node alone. A rule may also rewrite the node's inputs and
 return `node.output` ("changed in place").
 
-Guarantees: every rewrite gives the same values for every input the original accepts. Identities
+Guarantees: every rewrite gives the same values for every input the original accepts (`x + 0`
+turns a -0.0 into +0.0, which compares equal, as TorchScript's peephole accepts). Identities
 that would turn a fresh result into an alias of an input (`x * 1`, `x + 0`, `cat([x])`) only fire
 when neither value is ever written in place, and only when the op's dtype/shape rules say the
 result has exactly `x`'s dtype and shape (`int_tensor / 1` is a float tensor: not removed).

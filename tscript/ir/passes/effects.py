@@ -53,6 +53,13 @@ def is_pure(node: Node) -> bool:
     return node.kind in OPS or node.kind in _PURE_PRIMS
 
 
+def fresh_result(node: Node) -> bool:
+    """Is the node an op that reads its inputs' values only: its result is new memory, neither a
+    view of an input nor an input written in place (so it keeps no alias to what it read)?"""
+    op = OPS.get(node.kind)
+    return op is not None and op.out_alias is None and op.mutates is None
+
+
 def view_source(node: Node) -> Value | None:
     """The input that the node's (single) output is a view of, if any (`Tensor(a)` in the schema)."""
     op = OPS.get(node.kind)

@@ -1,31 +1,33 @@
-"""Inlining: every `prim::CallMethod` / `prim::CallFunction` node that carries its callee graph is
-replaced by a copy of that graph's nodes, wired to the call's inputs. Afterwards the graph holds no
-calls (guarantee), so it can be saved and executed on its own. Calls are inlined in program order
+"""Inlining: every `prim::CallMethod` / `prim::CallFunction` node that carries its callee graph (and
+every traced `autograd.Function` call: a `prim::PythonOp` with a callee) is replaced by a copy of that
+graph's nodes, wired to the call's inputs. Afterwards the graph holds no calls (guarantee), so it
+can be saved and executed on its own. Calls are inlined in program order
 and copied values with numeric names get fresh numbers, so the result reads top-down like a graph
 recorded flat (`%weight.1`, `%bias.1` keep their names)."""
 from __future__ import annotations
 
 from ..graph import Block, Graph, Node, clone_node
 
-CALLS = ("prim::CallMethod", "prim::CallFunction")
+CALLS = ("prim::CallMethod", "prim::CallFunction", "prim::PythonOp")
 
 
-def inline_calls(graph: Graph) -> bool:
-    """Inline all calls in `graph` (in place, nested calls too); True if there were any."""
+def inline_calls(graph: Graph, keep: tuple = ()) -> bool:
+    """Inline all calls in `graph` (in place, nested calls too) except those of the kinds in `keep`;
+    True if there were any."""
     copies: list[Node] = []
-    changed = _inline_block(graph.block, copies)
+    changed = _inline_block(graph.block, copies, keep)
     _renumber(graph, {id(m) for n in copies if n.owner is not None for m in _with_nested(n)})
     return changed
 
 
-def _inline_block(block: Block, copies: list) -> bool:
+def _inline_block(block: Block, copies: list, keep: tuple) -> bool:
     changed, node = False, block.first
     while node is not None:
-        if node.kind in CALLS and hasattr(node, "callee"):
+        if node.kind in CALLS and node.kind not in keep and hasattr(node, "callee"):
             node, changed = _inline_one(node, copies), True  # go on with the copies: they may call too
             continue
         for b in node.blocks:
-            changed = _inline_block(b, copies) or changed
+            changed = _inline_block(b, copies, keep) or changed
         node = node.next
     return changed
 

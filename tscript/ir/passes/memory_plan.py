@@ -23,11 +23,9 @@ from typing import Callable
 
 import numpy as np
 
-from tscript_runtime.ops import OPS
-
 from ..graph import Graph, Node, Value
 from ..types import TensorType
-from .effects import alias_groups
+from .effects import alias_groups, fresh_result
 
 
 @dataclass
@@ -72,9 +70,7 @@ def plan_memory(graph: Graph) -> MemoryPlan:
 
 def _fresh(node: Node) -> bool:
     """Does the node produce one tensor in new memory (an op that neither views nor writes)?"""
-    op = OPS.get(node.kind)
-    return op is not None and op.out_alias is None and op.mutates is None and len(node.outputs) == 1 and \
-        isinstance(node.outputs[0].type, TensorType)
+    return fresh_result(node) and len(node.outputs) == 1 and isinstance(node.outputs[0].type, TensorType)
 
 
 def _nbytes(v: Value) -> int | None:

@@ -20,6 +20,7 @@ from tscript_runtime.ops import OPS, TensorMeta
 from ..graph import Block, Graph, Node, Use, Value
 from ..types import TensorType
 from .constant_propagation import constant_value
+from .effects import fresh_result
 
 
 def _zero(graph: Graph, node: Node):
@@ -90,7 +91,8 @@ def _later_uses(node: Node, index: int, position: dict) -> list[Use] | None:
     safe: the value is not a fresh local result, or an earlier reader may keep an alias to it."""
     x = node.inputs[index]
     producer = x.node
-    if producer is None or producer.owner is not node.owner or not _fresh(producer):
+    if producer is None or producer.owner is not node.owner or not fresh_result(producer) or \
+            len(producer.outputs) != 1:
         return None
     later = []
     for use in x.uses:
@@ -99,21 +101,9 @@ def _later_uses(node: Node, index: int, position: dict) -> list[Use] | None:
         anchor = _anchor(use.node, node.owner)
         if anchor is node.owner.return_node or position[anchor] > position[node]:
             later.append(use)
-        elif not _consumes_only(use.node):
+        elif not fresh_result(use.node):  # an earlier reader that may keep a view or the value itself
             return None
     return later
-
-
-def _fresh(node: Node) -> bool:
-    """Does the node's output own new memory (an op that neither views nor writes its inputs)?"""
-    op = OPS.get(node.kind)
-    return op is not None and op.out_alias is None and op.mutates is None and len(node.outputs) == 1
-
-
-def _consumes_only(node: Node) -> bool:
-    """Does the node only read its inputs' values (no view, no alias kept, no write)?"""
-    op = OPS.get(node.kind)
-    return op is not None and op.out_alias is None and op.mutates is None
 
 
 def _anchor(node: Node, block: Block) -> Node:
