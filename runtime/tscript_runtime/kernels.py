@@ -15,6 +15,7 @@ marks row kernels whose outputs hold one value per row (last dim of size 1).
 from __future__ import annotations
 
 import ctypes
+import sys
 import re
 import threading
 from dataclasses import dataclass
@@ -108,7 +109,7 @@ class FusedKernel:
         plan = self._plans.get(key)
         if plan is None:
             plan = self._new_plan(key, tensors)
-        outs = [np.empty(plan.out_shape, d) for d in self.out_dtypes]
+        outs = [self._output(plan.out_shape, d) for d in self.out_dtypes]
         ptrs, scalars = self._buffers()
         for i, a in enumerate(outs + tensors):
             ptrs[i] = a.__array_interface__["data"][0]
@@ -117,6 +118,21 @@ class FusedKernel:
                 scalars[j] = float(x)
         self.fn(plan.sizes, ptrs, plan.strides, scalars)
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _output(self, shape: tuple, dtype) -> np.ndarray:
+        """An output array: this thread's previous one for the same shape when nothing else holds it
+        any more (a fresh large array costs a page fault per 4 KiB; LLVM_NOTES.md), else a new one."""
+        local = self._local
+        try:
+            recycle = local.recycle
+        except AttributeError:
+            recycle = local.recycle = {}
+        key = (shape, dtype)
+        arr = recycle.get(key)
+        if arr is not None and sys.getrefcount(arr) == 3:  # the dict, `arr` and getrefcount's argument
+            return arr
+        arr = recycle[key] = np.empty(shape, dtype)
+        return arr
 
     def _buffers(self):
         local = self._local
