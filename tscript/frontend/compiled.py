@@ -11,10 +11,8 @@ from .._tensor import Tensor
 from ..autograd.graph import FREED_MESSAGE, Node, edge
 from ..ir.graph import Graph
 from ..ir.passes.dce import eliminate_dead_code
-from ..ir.passes.constant_propagation import propagate_constants
-from ..ir.passes.fuse import fuse, fuse_rows
 from ..ir.passes.pipeline import run_pipeline
-from ..ir.passes.shape_propagation import fold_static_sizes, mark_dynamic, propagate_shapes
+from ..ir.passes.shape_propagation import mark_dynamic, propagate_shapes
 from ..ir.serialize import graph_to_json
 from ..ir.types import TensorType
 from .modules import ScriptFunction, ScriptModule, _attr_tree, to_arrays, to_tensors
@@ -24,14 +22,7 @@ def optimize_for_codegen(graph: Graph, dynamic: dict | None) -> Graph:
     """The pass pipeline, symbolic dims, then fusion (what the code generator consumes)."""
     if dynamic:
         mark_dynamic(graph, dynamic)
-    run_pipeline(graph, level=2)
-    propagate_shapes(graph)
-    if fold_static_sizes(graph):
-        propagate_constants(graph)
-        propagate_shapes(graph)
-    fuse_rows(graph)
-    fuse(graph)
-    eliminate_dead_code(graph)
+    run_pipeline(graph, level=2)  # ends with fusion: what the code generator consumes
     return graph
 
 

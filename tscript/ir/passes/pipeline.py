@@ -23,7 +23,8 @@ from .dce import eliminate_dead_code
 from .fold_batch_norm import fold_batch_norm
 from .inline import inline_calls
 from .remove_mutation import remove_mutation
-from .shape_propagation import propagate_shapes
+from .fuse import fuse, fuse_rows
+from .shape_propagation import fold_static_sizes, propagate_shapes
 from .unroll import unroll_loops
 
 Stage = tuple[str, Callable[[Graph], bool], int]
@@ -40,6 +41,11 @@ PIPELINE: list[Stage] = [
     ("cse", eliminate_common_subexpressions, 1),
     ("dce", eliminate_dead_code, 1),
     ("shape_propagation", propagate_shapes, 1),
+    ("fold_static_sizes", fold_static_sizes, 2),  # sizes the types know become constants ...
+    ("constant_propagation", propagate_constants, 2),  # ... so shape arithmetic folds before fusion
+    ("fuse_rows", fuse_rows, 2),                  # elementwise + last-dim reductions -> RowGroup
+    ("fuse", fuse, 2),                            # elementwise chains -> FusionGroup
+    ("dce", eliminate_dead_code, 2),
 ]
 
 # What `tscript.jit.freeze` runs after inlining and turning attributes into constants.

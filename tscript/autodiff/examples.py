@@ -1,0 +1,92 @@
+"""Example values of every forward value, nested blocks included: the backward graph is recorded by
+running the derivative formulas on them (see `tscript.autodiff`).
+
+Each block runs as a graph of its own in the array domain (its free values as inputs, everything it
+defines as outputs). Both branches of a prim::If are run, so the backward of either can be recorded;
+a branch that fails on the example (it was not taken for a reason) simply gets no values.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tscript_runtime.executor import ArrayDomain, Program
+
+from ..frontend.modules import ModuleView
+from ..ir.graph import Block, Graph, Value, clone_block_into
+from ..ir.passes.inline import inline_calls
+from ..ir.serialize import graph_to_json
+
+
+def example_values(graph: Graph, inputs: list) -> dict[Value, object]:
+    """Every value of `graph` (in If blocks too) on `inputs`; the inputs are not modified (a module
+    input is read through a copying view, so running stats are not updated)."""
+    env = {v: _snapshot(x) for v, x in zip(graph.inputs, inputs)}
+    _evaluate(graph, graph.block, list(graph.inputs), env)
+    return env
+
+
+def _evaluate(graph: Graph, block: Block, free: list, env: dict) -> None:
+    g = Graph()
+    g.constants = graph.constants
+    value_map = {v: g.add_input(v.type, v.name) for v in free}
+    clone_block_into(block, g.block, value_map)
+    defined = [o for n in block.nodes for o in n.outputs]
+    for v in defined:
+        g.add_output(value_map[v])
+    inline_calls(g)  # traced autograd.Function calls run the ops of their forward
+    outputs = Program(graph_to_json(g), ArrayDomain(g.constants)).run([env[v] for v in free])
+    env.update(zip(defined, outputs))
+    for node in block.nodes:
+        if node.kind == "prim::If":
+            for b in node.blocks:
+                _evaluate_branch(graph, b, env)
+
+
+def _evaluate_branch(graph: Graph, block: Block, env: dict) -> None:
+    try:
+        _evaluate(graph, block, free_values(block), env)
+    except Exception:  # noqa: BLE001 - a branch not taken may well fail on these inputs
+        pass
+
+
+def free_values(block: Block) -> list[Value]:
+    """Values read inside `block` (nested blocks included) but defined outside it, in first-use order."""
+    defined, free = set(block.params), {}
+    _collect(block, defined, free)
+    return list(free)
+
+
+def _collect(block: Block, defined: set, free: dict) -> None:
+    for node in block.nodes:
+        for v in node.inputs:
+            if v not in defined:
+                free.setdefault(v, None)
+        for b in node.blocks:
+            defined.update(b.params)
+            _collect(b, defined, free)
+            for v in b.returns:
+                if v not in defined:
+                    free.setdefault(v, None)
+        defined.update(node.outputs)
+    for v in block.returns:
+        if v not in defined:
+            free.setdefault(v, None)
+
+
+class _SnapshotView:
+    """A module as %self whose parameters and buffers are read as copies."""
+    __slots__ = ("view",)
+
+    def __init__(self, view):
+        self.view = view
+
+    def __getitem__(self, name: str):
+        return _snapshot(self.view[name])
+
+
+def _snapshot(x):
+    if isinstance(x, np.ndarray):
+        return x.copy()
+    if isinstance(x, ModuleView):
+        return _SnapshotView(x)
+    return x
