@@ -22,7 +22,7 @@ class Case:
     inner: int = 1            # calls per timed sample (for sub-microsecond work)
     unit: str = "us"
     per: int = 1              # report time divided by this (e.g. per op in a chain)
-    notes: dict = field(default_factory=dict)
+    notes: dict = field(default_factory=dict)  # label -> fn(medians by variant) -> text, printed under the table
 
 
 def _sample(fn: Callable, inner: int) -> float:
@@ -58,13 +58,17 @@ def fmt_time(seconds: float) -> str:
 
 
 def report(results: list[tuple[Case, dict]], baseline: str = "tscript") -> str:
-    """A table: each variant's median and tscript's ratio to numpy and to torch."""
-    names = ["tscript", "numpy", "torch"]
-    head = f"{'case':44s}" + "".join(f"{n:>14s}" for n in names) + f"{'ts/numpy':>10s}{'ts/torch':>10s}"
+    """A table: each variant's median and tscript's ratio to every other variant (numpy and torch
+    always; others, such as "eager" or "copy", when a case has them), then each case's notes
+    (`notes`: label -> fn(medians) -> text)."""
+    extra = [n for _, res in results for n in res if n not in ("tscript", "numpy", "torch")]
+    names = ["tscript", *dict.fromkeys(extra), "numpy", "torch"]
+    others = names[1:]
+    head = f"{'case':44s}" + "".join(f"{n:>14s}" for n in names) + "".join(f"{'ts/' + n:>12s}" for n in others)
     lines = [head, "-" * len(head)]
     for case, res in results:
         cells = "".join(f"{fmt_time(res[n]) if n in res else '-':>14s}" for n in names)
-        ratios = "".join(f"{res[baseline] / res[n]:>10.2f}" if n in res else f"{'-':>10s}"
-                         for n in ("numpy", "torch"))
+        ratios = "".join(f"{res[baseline] / res[n]:>12.2f}" if n in res else f"{'-':>12s}" for n in others)
         lines.append(f"{case.name:44s}{cells}{ratios}")
+    lines += [f"  {case.name}: {label}: {fn(res)}" for case, res in results for label, fn in case.notes.items()]
     return "\n".join(lines)

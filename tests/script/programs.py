@@ -75,8 +75,10 @@ def math_module(x: float, n: int) -> Tuple[float, float, int, int, float, bool]:
             math.floor(x), math.ceil(x), math.atan2(x, 2.0) + math.tanh(x) + math.e, math.isnan(x + n))
 
 
-def builtin_functions(a: int, b: float) -> Tuple[int, float, float, int, float, bool, int]:
-    return min(a, 3), max(b, 1.5, 0.5), abs(-b), abs(-a), float(a), bool(a), int(b)
+def builtin_functions(a: int, b: float) -> Tuple[int, float, float, int, float, bool, int, int, float, bool, bool]:
+    xs = [a, 2, 3]
+    return (min(a, 3), max(b, 1.5, 0.5), abs(-b), abs(-a), float(a), bool(a), int(b), sum(xs), sum([b, 1.0]),
+            any([v > 2 for v in xs]), all([v > 2 for v in xs]))
 
 
 def conversions(x: Tensor) -> Tuple[float, int, bool, float]:
@@ -305,6 +307,44 @@ def unrolled_break(x: Tensor) -> Tensor:
             break
         x = x * k
     return x
+
+
+def unrolled_continue_return(x: Tensor) -> Tensor:
+    for k in (1.0, -1.0, 2.0, 3.0):
+        if k < 0:
+            continue
+        if x.sum() > 30:
+            return x
+        x = x * k + 1
+    return x - 1
+
+
+def inner_unrolled_break(n: int) -> int:
+    total = 0
+    for i in range(n):
+        for k in (1, 2, 3):
+            if k == i:
+                break
+            total += k * i
+    return total
+
+
+def while_continue(n: int) -> int:
+    i, odd = 0, 0
+    while i < n:
+        i += 1
+        if i % 2 == 0:
+            continue
+        odd += i
+    return odd
+
+
+def carry_tuple(x: Tensor, n: int) -> Tensor:
+    state = (x, x * 0)
+    for i in range(n):
+        a, b = state
+        state = (a + 1, b + a)
+    return state[1]
 
 
 def loop_carries_many(n: int) -> Tuple[Tensor, List[int], int, float]:
@@ -849,6 +889,11 @@ FUNCTIONS = [
     ("no_return", no_return, ([1, 2],)),
     ("unrolled_break", unrolled_break, (ts.ones(3) * 2,)),
     ("loop_carries_many", loop_carries_many, (5,)),
+    ("unrolled_continue_return", unrolled_continue_return, (ts.ones(3),)),
+    ("unrolled_continue_return_early", unrolled_continue_return, (ts.ones(3) * 20,)),
+    ("inner_unrolled_break", inner_unrolled_break, (5,)),
+    ("while_continue", while_continue, (9,)),
+    ("carry_tuple", carry_tuple, (T(2), 4)),
     ("loop_return_tuple", loop_return_tuple, ([3, 4, -5, 6],)),
     ("tuple_unpacking", tuple_unpacking, (T(3, 4),)),
     ("augmented_assignment", augmented_assignment, (T(3), 4)),

@@ -13,9 +13,9 @@ from llvmlite import ir
 
 F32, F64, I32 = ir.FloatType(), ir.DoubleType(), ir.IntType(32)
 FAST = ("contract", "nsz", "arcp", "afn")
-# Divisions leave out `afn`: with it x86 turns x / sqrt(y) into its approximate rsqrt plus a Newton step,
-# which is NaN at y = 0 and y = inf.
-DIV = ("contract", "nsz", "arcp")
+# Divisions are exact: with `arcp` x86 turns x / sqrt(y) into its approximate rsqrt plus a Newton step
+# (NaN at y = 0 and y = inf, a few ulp off elsewhere).
+DIV = ("contract", "nsz")
 
 
 def _c(x: float) -> ir.Constant:
@@ -35,16 +35,17 @@ def _intrinsic(b: ir.IRBuilder, name: str, x):
     return b.call(fn, [x])
 
 
-def _minmax(b, name, x, y):
-    fn = b.module.declare_intrinsic(name, [x.type], ir.FunctionType(x.type, [x.type, x.type]))
-    return b.call(fn, [x, y])
+def _clamp(b: ir.IRBuilder, x, lo: float, hi: float):
+    """x limited to [lo, hi]; NaN stays NaN (each select is one SIMD min/max)."""
+    x = b.select(b.fcmp_ordered("<", x, _c(lo)), _c(lo), x)
+    return b.select(b.fcmp_ordered(">", x, _c(hi)), _c(hi), x)
 
 
 def exp_f32(b: ir.IRBuilder, x):
     """e**x: x = n*ln2 + r with |r| <= ln2/2, e**r by a degree-7 polynomial, 2**n as the product of two
     exponent-bit powers (so results reach the denormals and overflow to inf exactly where float32
     does); NaN passes through."""
-    xc = _minmax(b, "llvm.minnum", _minmax(b, "llvm.maxnum", x, _c(-104.0)), _c(88.8))
+    xc = _clamp(b, x, -104.0, 88.8)
     n = _intrinsic(b, "llvm.rint", b.fmul(xc, _c(1.0 / math.log(2.0)), flags=FAST))
     r = b.fsub(xc, b.fmul(n, _c(0.693145751953125), flags=FAST), flags=FAST)
     r = b.fsub(r, b.fmul(n, _c(1.428606765330187e-06), flags=FAST), flags=FAST)
@@ -53,7 +54,7 @@ def exp_f32(b: ir.IRBuilder, x):
     half = b.ashr(ni, I32(1))
     for k in (half, b.sub(ni, half)):  # each power is a normal float for n in [-150, 128]
         p = b.fmul(p, b.bitcast(b.shl(b.add(k, I32(127)), I32(23)), F32), flags=FAST)
-    return b.select(b.fcmp_unordered("uno", x, x), x, p)
+    return b.select(b.fcmp_unordered("uno", x, x), x, p)  # fptosi(NaN) is poison: never pick it
 
 
 def log_f32(b: ir.IRBuilder, x):
@@ -87,15 +88,16 @@ def sigmoid_f32(b: ir.IRBuilder, x):
 
 
 def tanh_f32(b: ir.IRBuilder, x):
-    """tanh: an odd polynomial near 0 (no cancellation), 1 - 2/(e**2x + 1) elsewhere."""
-    ax = _intrinsic(b, "llvm.fabs", x)
-    x2 = b.fmul(x, x, flags=FAST)
-    small = b.fmul(x, _poly(b, x2, [1.0, -1.0 / 3, 2.0 / 15, -17.0 / 315, 62.0 / 2835, -1382.0 / 155925,
-                                     21844.0 / 6081075]), flags=FAST)
-    e2 = exp_f32(b, b.fmul(_c(2.0), ax, flags=FAST))
-    large = b.fsub(_c(1.0), b.fdiv(_c(2.0), b.fadd(e2, _c(1.0), flags=FAST), flags=DIV), flags=FAST)
-    large = b.select(b.fcmp_ordered("<", x, _c(0.0)), b.fneg(large), large)
-    return b.select(b.fcmp_ordered("<", ax, _c(0.4)), small, large)
+    """tanh: x * P(x**2) / Q(x**2) on x clamped to [-c, c] (beyond, tanh is 1 in float32), a rational
+    minimax approximation (Eigen's fast tanh); x itself where |x| < 4e-4."""
+    xc = _clamp(b, x, -7.99881172180175781, 7.99881172180175781)
+    x2 = b.fmul(xc, xc, flags=FAST)
+    p = b.fmul(xc, _poly(b, x2, [4.89352455891786e-03, 6.37261928875436e-04, 1.48572235717979e-05,
+                                 5.12229709037114e-08, -8.60467152213735e-11, 2.00018790482477e-13,
+                                 -2.76076847742355e-16]), flags=FAST)
+    q = _poly(b, x2, [4.89352518554385e-03, 2.26843463243900e-03, 1.18534705686654e-04, 1.19825839466702e-06])
+    tiny = b.fcmp_ordered("<", _intrinsic(b, "llvm.fabs", x), _c(0.0004))
+    return b.select(tiny, x, b.fdiv(p, q, flags=DIV))
 
 
 def erf_f32(b: ir.IRBuilder, x):

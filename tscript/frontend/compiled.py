@@ -10,11 +10,12 @@ from tscript_runtime.executor import ArrayDomain, Program
 from .._tensor import Tensor
 from ..autograd.graph import FREED_MESSAGE, Node, edge
 from ..ir.graph import Graph
-from ..ir.passes.dce import eliminate_dead_code
-from ..ir.passes.pipeline import run_pipeline
-from ..ir.passes.shape_propagation import mark_dynamic, propagate_shapes
+from ..autograd.grad_mode import enable_grad, is_grad_enabled as grad_enabled
+from ..ir.passes.inline import inline_calls
+from ..ir.passes.pipeline import PIPELINE, run_pipeline, run_stages
+from ..ir.passes.shape_propagation import mark_dynamic
 from ..ir.serialize import graph_to_json
-from ..ir.types import TensorType
+from ..ir.types import TensorType, tensor_type
 from .modules import ScriptFunction, ScriptModule, _attr_tree, to_arrays, to_tensors
 
 
@@ -97,32 +98,50 @@ def _compile_training(obj, module, example_inputs, dynamic) -> CompiledTrainingM
     """Forward and backward graphs (symbolic autodiff), each optimized, fused and compiled."""
     from ..autodiff import differentiate
     args = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
-    graph = obj.inlined_graph.copy()
+    graph = obj.graph.copy()
+    inline_calls(graph, keep=("prim::PythonOp",))  # autodiff records traced Functions' own backward
     lifted = lift_parameters(graph, module) if module is not None else []
+    user = graph.inputs[1 if module is not None else 0:len(graph.inputs) - len(lifted)]
+    _type_inputs(user, args)
     if dynamic:
         mark_dynamic(graph, dynamic)
-    run_pipeline(graph, level=1)
-    propagate_shapes(graph)
-    tensor_inputs = [v for v in graph.inputs if isinstance(v.type, TensorType)]
-    user_inputs = [v for v in tensor_inputs if v not in {lv for _, _, lv in lifted}]
-    wrt = [lv for _, _, lv in lifted] + [v for v in user_inputs if v.type.dtype is not None and v.type.dtype.kind == "f"]
+        _forget_shapes(graph)  # sizes recorded while tracing may be the batch size: derive them again
+    run_stages(graph, [s for s in PIPELINE if s[0] not in ("inline", "fuse_rows", "fuse")], level=2)
+    floats = [v for v in user if _is_float(v)]
     examples = ([_attr_tree(module)] if module is not None else []) + [to_arrays(a) for a in args] + \
         [p._data for _, p, _ in lifted]
-    forward, backward, saved = differentiate(graph, wrt, examples)
-    for g in (forward, backward):
-        optimize_for_codegen(g, None)
-    return CompiledTrainingModel(forward, backward, module, lifted, len(saved), dynamic)
+    d = differentiate(graph, [lv for _, _, lv in lifted] + floats, examples)
+    return CompiledTrainingModel(d, module, lifted, [user.index(v) for v in floats], dynamic)
+
+
+def _type_inputs(inputs: list, args: tuple) -> None:
+    """Tensor inputs of unknown type (scripted graphs) get the examples' dtypes and shapes."""
+    for v, a in zip(inputs, args):
+        if isinstance(v.type, TensorType) and (v.type.dtype is None or v.type.shape is None) and isinstance(a, Tensor):
+            v.type = tensor_type(a._data.dtype, a._data.shape)
+
+
+def _forget_shapes(graph: Graph) -> None:
+    for node in graph.all_nodes():
+        for v in node.outputs:
+            if isinstance(v.type, TensorType) and v.type.shape is not None:
+                v.type = tensor_type(v.type.dtype, (None,) * len(v.type.shape))
+
+
+def _is_float(v) -> bool:
+    return isinstance(v.type, TensorType) and v.type.dtype is not None and v.type.dtype.kind == "f"
 
 
 # -- training: compile(..., backward=True) ---------------------------------------------------------------
 
 def lift_parameters(graph: Graph, module) -> list[tuple[str, object, object]]:
-    """Replace prim::GetAttr reads of parameters that require grad by new graph inputs (so autodiff can
-    differentiate with respect to them); returns (state_dict name, Parameter, input Value) triples."""
+    """Replace prim::GetAttr reads of parameters that require grad (in If branches too) by new graph
+    inputs, so autodiff can differentiate with respect to them; returns (state_dict name, Parameter,
+    input Value) triples."""
     params = {id(p): (name, p) for name, p in module.named_parameters() if p.requires_grad}
     lifted, seen = [], {}
     objects = {graph.inputs[0]: module}
-    for node in list(graph.nodes):
+    for node in list(graph.all_nodes()):
         if node.kind != "prim::GetAttr" or node.inputs[0] not in objects:
             continue
         obj = getattr(objects[node.inputs[0]], node.attrs["name"])
@@ -139,57 +158,136 @@ def lift_parameters(graph: Graph, module) -> list[tuple[str, object, object]]:
 
 
 class CompiledTrainingModel(CompiledModel):
-    """A compiled model with a compiled backward: outputs get a `grad_fn` that runs it."""
+    """A compiled model with a compiled backward: called with inputs or parameters that require grad,
+    its outputs get a `grad_fn` running the compiled backward, so `loss.backward()`, `autograd.grad`
+    and optimizers work unchanged.
 
-    def __init__(self, forward: Graph, backward: Graph, module, lifted: list, n_saved: int, dynamic):
-        super().__init__(forward, module, dynamic)
-        from ..codegen.native_graph import generate
-        self.backward_graph = backward
+    The backward graph computes gradients for every parameter and float input (`backward_graph`, what
+    a saved model stores); each call runs a variant computing only those required (compiled on first
+    use), and a call that needs no gradient runs a forward that saves nothing."""
+
+    def __init__(self, d, module, lifted: list, float_inputs: list, dynamic):
+        super().__init__(optimize_for_codegen(d.forward, None), module, dynamic)
         self.lifted = lifted
-        self.n_saved = n_saved
-        self.backward_native = generate(backward, "kb").link()
-        self._backward = Program(graph_to_json(backward), ArrayDomain(backward.constants, self.backward_native.launchers))
+        self.float_inputs = float_inputs    # indices of the inputs that get gradients (after the parameters)
+        self.n_saved = len(d.saved)
+        self.n_outputs = len(d.outputs)     # gradient inputs of the backward (tensor outputs, flattened)
         self._inputs = self._inputs[:len(self._inputs) - len(lifted)]
+        self._differentiated = d
+        self.reached = d.reached                # per parameter / float input: do the outputs depend on it?
+        self._variants: dict = {}
+        full = self._variant((True,) * (len(lifted) + len(float_inputs)))
+        self.backward_graph, self.backward_native = full.graph, full.native
+        self._inference = None
 
     def __call__(self, *args):
         from ..autograd.grad_mode import state as grad_state
         self._check(args)
         params = [p for _, p, _ in self.lifted]
-        arrays = ((_attr_tree(self.module),) if self.module is not None else ()) + \
-            tuple(to_arrays(a) for a in args) + tuple(p._data for p in params)
-        outs = self._program.run(list(arrays))
+        wrt = params + [args[i] for i in self.float_inputs]
+        if not (grad_state.enabled and any(t._requires_grad for t in wrt)):
+            return self._forward_only(args)
+        outs = self._program.run(self._arrays(args))
         n_out = len(outs) - self.n_saved
-        results, saved = outs[:n_out], outs[n_out:]
-        tensors = to_tensors(results)
-        wrt = params + [a for a in args if isinstance(a, Tensor)]
-        if grad_state.enabled and any(t.requires_grad for t in wrt):
-            _attach(tensors, _CompiledBackward(self, saved, wrt, [r.shape for r in results],
-                                               [r.dtype for r in results]))
-        return tensors[0] if len(tensors) == 1 else tuple(tensors)
+        results = to_tensors(outs[:n_out])
+        flat = _leaves(results)
+        _attach(flat, _CompiledBackward(self, outs[n_out:], wrt, [(t._data.shape, t._data.dtype) for t in flat]))
+        return results[0] if n_out == 1 else tuple(results)
+
+    def _forward_only(self, args: tuple):
+        """The outputs without saving anything (no gradient needed)."""
+        if self._inference is None:
+            g = self._differentiated.forward.copy()
+            for _ in range(self.n_saved):
+                g.block.remove_return(len(g.outputs) - 1)
+            self._inference = CompiledModel(optimize_for_codegen(g, None), self.module, self.dynamic)
+        return self._inference(*args, *[p for _, p, _ in self.lifted])
+
+    def _variant(self, mask: tuple) -> "_BackwardVariant":
+        """The backward computing the gradients of the `wrt` values selected by `mask` (compiled once)."""
+        if mask not in self._variants:
+            from ..codegen.native_graph import generate
+            g = self._differentiated.backward.copy()
+            for i in reversed(range(len(mask))):
+                if not mask[i]:
+                    g.block.remove_return(i)
+            optimize_for_codegen(g, None)
+            native = generate(g, "kb" + "".join("1" if m else "0" for m in mask)).link()
+            program = Program(graph_to_json(g), ArrayDomain(g.constants, native.launchers))
+            read = [bool(v.uses) for v in g.inputs[:self.n_outputs]]
+            self._variants[mask] = _BackwardVariant(g, native, program, read)
+        return self._variants[mask]
+
+    def saved_bytes(self, *args) -> dict:
+        """Bytes the forward keeps for the backward on `args`: {"activations": values the forward
+        computed, "inputs": (views of) inputs and parameters it keeps references to}."""
+        arrays = self._arrays(args)
+        saved = self._program.run(arrays)[len(self.graph.outputs) - self.n_saved:]
+        held = {id(x) for x in arrays if isinstance(x, np.ndarray)}
+        sizes = {"activations": 0, "inputs": 0}
+        for x in saved:
+            if isinstance(x, np.ndarray):
+                sizes["inputs" if id(_root(x)) in held else "activations"] += x.nbytes
+        return sizes
+
+    def _arrays(self, args: tuple) -> list:
+        """The forward program's inputs: the module, the arguments, the parameters."""
+        return ([_attr_tree(self.module)] if self.module is not None else []) + [to_arrays(a) for a in args] + \
+            [p._data for _, p, _ in self.lifted]
+
+
+def _root(x: np.ndarray) -> np.ndarray:
+    while isinstance(x.base, np.ndarray):
+        x = x.base
+    return x
+
+
+class _BackwardVariant:
+    """One compiled backward: its graph, native code, program, and which output gradients it reads."""
+
+    def __init__(self, graph: Graph, native, program: Program, reads: list):
+        self.graph, self.native, self.program, self.reads = graph, native, program, reads
+
+
+def _leaves(x) -> list:
+    """The tensors in nested tuples/lists, depth first (the order of autodiff's flat outputs)."""
+    if isinstance(x, Tensor):
+        return [x]
+    if isinstance(x, (tuple, list)):
+        return [t for item in x for t in _leaves(item)]
+    return []
 
 
 def _attach(outputs: list, node) -> None:
     for nr, o in enumerate(outputs):
-        if isinstance(o, Tensor) and o._data.dtype.kind == "f":
+        if o._data.dtype.kind == "f":
             o._requires_grad, o.grad_fn, o._output_nr = True, node, nr
 
 
 class _CompiledBackward(Node):
-    """The autograd node of one compiled forward call: runs the compiled backward graph."""
+    """The autograd node of one compiled forward call: runs the compiled backward graph (the variant
+    computing just the gradients the inputs and parameters of this call require)."""
 
-    def __init__(self, model: CompiledTrainingModel, saved: list, wrt: list, shapes: list, dtypes: list):
-        super().__init__([edge(t) for t in wrt], len(shapes))
-        self.model, self.saved, self.shapes, self.dtypes = model, saved, shapes, dtypes
+    def __init__(self, model: CompiledTrainingModel, saved: list, wrt: list, metas: list):
+        super().__init__([edge(t) for t in wrt], len(metas))
+        self.model, self.saved, self.metas = model, saved, metas
+        self.mask = tuple(t._requires_grad and r for t, r in zip(wrt, model.reached))
 
     def name(self) -> str:
         return "CompiledBackward"
 
     def apply(self, grads: list) -> list:
-        """Gradients for the parameters, then the tensor inputs (the order of `wrt`)."""
+        """Gradients for the parameters, then the float tensor inputs (None for those not required)."""
         if self.saved is None:
             raise RuntimeError(FREED_MESSAGE)
-        arrays = [g._data if g is not None else np.zeros(s, d) for g, s, d in zip(grads, self.shapes, self.dtypes)]
-        return to_tensors(self.model._backward.run(arrays + list(self.saved)))
+        if grad_enabled() and any(g is not None and g._requires_grad for g in grads):
+            raise RuntimeError("the backward of a compiled model is not differentiable (create_graph=True "
+                               "through tscript.jit.compile(..., backward=True) is not supported)")
+        variant = self.model._variant(self.mask)
+        arrays = [None if not read else g._data if g is not None else np.zeros(*meta)
+                  for g, meta, read in zip(grads, self.metas, variant.reads)]
+        results = iter(to_tensors(variant.program.run(arrays + list(self.saved))))
+        return [next(results) if m else None for m in self.mask]  # (unreached: None, as eager)
 
     def release(self) -> None:
         self.saved = None

@@ -11,6 +11,7 @@ frame knows it; only tensors no frame knows become constants (`graph.constants`)
 """
 from __future__ import annotations
 
+import copy
 import inspect
 from dataclasses import dataclass, field
 
@@ -261,7 +262,7 @@ class Recorder:
         for x, v in zip(outs, node.outputs):
             parent.bind(x, v)
         frame.graph.traced_call = TracedCall(
-            fn_cls, ctx, len(outs), tuple(None if t is None else True for t in saved),
+            fn_cls, _detached_ctx(ctx), len(outs), tuple(None if t is None else True for t in saved),
             tuple(next((k for k, x in enumerate(leaves) if x is a), None) if isinstance(a, Tensor) else None
                   for a in args),
             frozenset(k for k, o in enumerate(outs) if id(o) in ctx.non_differentiable))
@@ -276,6 +277,15 @@ class Recorder:
             frame.bind(x, sub.add_input(type_of(x), name))
         self.frames.append(frame)
         return frame
+
+
+def _detached_ctx(ctx):
+    """A copy of a traced call's ctx without its saved tensors (autodiff binds its own), so the
+    example run's autograd graph is not kept alive."""
+    kept = copy.copy(ctx)
+    kept._saved, kept._node = (), None
+    kept.__dict__.pop("_traced_saved", None)
+    return kept
 
 
 def _knows(frame: Frame, x) -> bool:

@@ -66,6 +66,12 @@ def _set_list_item(lst, idx, el):
         lst[idx] = el
     except IndexError:
         raise OpRuntimeError(f"list index {idx} out of range") from None
+    return lst
+
+
+def _mutating(method):
+    """A list method as a kernel that returns the list it changed (in-place ops return their input)."""
+    return lambda lst, *args: (method(lst, *args), lst)[1]
 
 
 def _pop(lst, idx):
@@ -98,6 +104,10 @@ _BOOL_ROWS = {
     "aten::__isnot__(Any self, Any obj) -> bool": operator.is_not,
     "aten::__contains__(Any container, Any item) -> bool": lambda c, x: x in c,
     "aten::__range_length(int lo, int hi, int step) -> int": _range_length,
+    "aten::sum.int(int[] self) -> int": sum,
+    "aten::sum.float(float[] self) -> float": lambda values: float(sum(values)),
+    "aten::any.bool(bool[] self) -> bool": any,
+    "aten::all.bool(bool[] self) -> bool": all,
     "aten::__derive_index(int index, int start, int step) -> int": lambda i, start, step: start + i * step,
 }
 for _t in ("int", "bool"):
@@ -118,15 +128,16 @@ TENSOR_QUERIES = {
     "aten::is_floating_point(Tensor self) -> bool": lambda a: a.dtype.kind == "f",
 }
 
-# Lists, dicts and strings: the containers are Python objects, mutated in place where PyTorch does.
+# Lists, dicts and strings: the containers are Python objects, changed in place where PyTorch does
+# (those ops return the container, as in-place ops return their input).
 _CONTAINER_ROWS = {
-    "aten::append.t(Any(a!)[] self, Any el) -> Any[]": lambda lst, el: (lst.append(el), lst)[1],
+    "aten::append.t(Any(a!)[] self, Any el) -> Any[]": _mutating(list.append),
     "aten::pop.t(Any(a!)[] self, int idx=-1) -> Any": _pop,
-    "aten::insert.t(Any(a!)[] self, int idx, Any el) -> ()": lambda lst, i, el: lst.insert(i, el),
-    "aten::extend.t(Any(a!)[] self, Any[] other) -> ()": lambda lst, other: lst.extend(other),
-    "aten::clear.t(Any(a!)[] self) -> ()": lambda lst: lst.clear(),
-    "aten::_set_item.t(Any(a!)[] l, int idx, Any el) -> ()": _set_list_item,
-    "aten::_set_item.dict(Any(a!) d, Any key, Any value) -> ()": operator.setitem,
+    "aten::insert.t(Any(a!)[] self, int idx, Any el) -> Any[]": _mutating(list.insert),
+    "aten::extend.t(Any(a!)[] self, Any[] other) -> Any[]": _mutating(list.extend),
+    "aten::clear.t(Any(a!)[] self) -> Any[]": _mutating(list.clear),
+    "aten::_set_item.t(Any(a!)[] l, int idx, Any el) -> Any[]": _set_list_item,
+    "aten::_set_item.dict(Any(a!) d, Any key, Any value) -> Any": lambda d, k, v: (d.__setitem__(k, v), d)[1],
     "aten::slice.t(Any[] l, int? start=None, int? end=None, int step=1) -> Any[]":
         lambda lst, start, end, step: lst[start:end:step],
     "aten::add.t(Any[] a, Any[] b) -> Any[]": operator.add,

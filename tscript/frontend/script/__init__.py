@@ -1,9 +1,11 @@
 """`tscript.jit.script`: compile functions and modules from their source with the TorchScript
 language (SPEC §5). The pipeline, one file per stage:
 
-    source.py (inspect.getsource, dedent) -> parser.py + tscript.lark (syntax tree, positions)
-    -> compiler.py (sessions, specialization, modules) -> emitter.py (SSA lowering: If/Loop,
-    exits) using builtins.py / matching.py / indexing.py (what names, calls and indexing mean)
+    source.py (inspect.getsource, dedent) -> parser.py + tscript.lark (syntax.py tree, positions)
+    -> compiler.py (sessions, specialization, modules, what Python objects mean)
+    -> emitter.py + control.py (SSA lowering; If/Loop, exits as flags in environment.py), using
+       values.py (compile-time values), builtins.py / methods.py (what names and attributes mean),
+       matching.py (op schemas), indexing.py, annotations.py (types), library.py (stand-ins)
     -> objects.py (ScriptedFunction / ScriptedModule)
 
 Errors are `CompileError`s naming file, line and column (errors.py).

@@ -40,7 +40,7 @@ def resolve_annotation(expr: S.Expr, lookup) -> Type:
 def _python_object(expr: S.Expr, lookup):
     if isinstance(expr, S.Name):
         obj = lookup(expr.id)
-        if obj is _UNKNOWN:
+        if obj is UNKNOWN:
             raise AnnotationError(f"unknown type '{expr.id}'")
         return obj
     if isinstance(expr, S.Attribute):
@@ -51,7 +51,7 @@ def _python_object(expr: S.Expr, lookup):
     raise AnnotationError("this expression is not a type")
 
 
-_UNKNOWN = object()
+UNKNOWN = object()
 
 
 def python_type(obj) -> Type:

@@ -1,6 +1,7 @@
 """What Python names mean in scripted code: op families of the op table (`tscript.relu`,
-`x.view(...)`, `math.sqrt`), Python's builtins (`len`, `range`, `isinstance`, `float`...), the
-attributes and methods of tensors, lists, dicts and strings, and iteration over them.
+`math.sqrt`), Python's builtins (`len`, `range`, `enumerate`, `isinstance`, `float`...), classes
+and exceptions, and the op table itself as library code uses it (`dispatch(OPS["aten::x"], ...)`).
+Attributes and methods of values are in methods.py.
 
 Calls to op families are matched against the op schemas by `matching.py`; everything here only
 decides *which* ops (or prims) a name stands for."""
@@ -14,8 +15,8 @@ import warnings
 import numpy as np
 from tscript_runtime.ops import OPS
 
-from ...ir.types import (ANY, BOOL, DTYPE, FLOAT, INT, NONE, STR, TENSOR, DictType, ListType, OptionalType,
-                         TensorType, TupleType)
+from ...ir.types import (ANY, BOOL, FLOAT, INT, NONE, STR, TENSOR, DictType, ListType, OptionalType, TensorType,
+                         TupleType)
 from .annotations import AnnotationError, python_type, subtype, type_name
 from .values import ConstValue, Loop, SimpleValue, Sugared, TupleSugar, Unrolled
 
@@ -36,6 +37,7 @@ def families() -> dict:
 
 
 def family(name: str) -> list:
+    """The ops of the family `aten::<name>` (empty if there is none)."""
     return families().get(name, [])
 
 
@@ -69,12 +71,14 @@ class HandlerSugar(Sugared):
         return self.handler(em, args, kwargs, pos)
 
 
-def _no_kwargs(em, name: str, kwargs: dict, pos) -> None:
+def no_kwargs(em, name: str, kwargs: dict, pos) -> None:
+    """Refuse keyword arguments to a builtin that takes none."""
     if kwargs:
         raise em.error(f"{name}() got an unexpected keyword argument '{next(iter(kwargs))}'", pos)
 
 
-def _arity(em, name: str, args: list, lo: int, hi: int, pos) -> None:
+def arity(em, name: str, args: list, lo: int, hi: int, pos) -> None:
+    """Refuse a call with fewer than `lo` or more than `hi` arguments."""
     if not lo <= len(args) <= hi:
         want = str(lo) if lo == hi else f"{lo} to {hi}"
         raise em.error(f"{name}() takes {want} arguments ({len(args)} given)", pos)
@@ -83,226 +87,6 @@ def _arity(em, name: str, args: list, lo: int, hi: int, pos) -> None:
 def op_call(name: str):
     """A handler calling the op `aten::<name>` (exactly that overload)."""
     return lambda em, args, kwargs, pos: em.call_ops([OPS[f"aten::{name}"]], args, kwargs, pos, name)
-
-
-# -- tensors ------------------------------------------------------------------------------------------
-class ShapeSugar(Sugared):
-    """`x.shape` / `x.size()`: indexing it reads one size (`aten::size`), `len` is the rank."""
-    describe = "a tensor's shape"
-
-    def __init__(self, tensor: Sugared):
-        self.tensor = tensor
-
-    @property
-    def type(self):
-        return ListType(INT)
-
-    def as_value(self, em, pos):
-        return em.call_ops([OPS["aten::size.all"]], [self.tensor], {}, pos, "size").as_value(em, pos)
-
-    def getitem(self, em, index, pos):
-        if index.type == INT:
-            return em.call_ops([OPS["aten::size"]], [self.tensor, index], {}, pos, "size")
-        return SimpleValue(self.as_value(em, pos)).getitem(em, index, pos)
-
-    def length(self, em, pos):
-        return SimpleValue(em.insert("aten::dim", [self.tensor.as_value(em, pos)], [INT]).output)
-
-    def iterate(self, em, pos):
-        return SimpleValue(self.as_value(em, pos)).iterate(em, pos)
-
-    def unpack(self, em, n, pos):
-        return SimpleValue(self.as_value(em, pos)).unpack(em, n, pos)
-
-    def attr(self, em, name, pos):
-        return SimpleValue(self.as_value(em, pos)).attr(em, name, pos)
-
-
-def _size(em, args, kwargs, pos):
-    if len(args) == 1 and not kwargs:
-        return ShapeSugar(args[0])
-    return em.call_ops([OPS["aten::size"]], args, kwargs, pos, "size")
-
-
-def _dim(em, args, kwargs, pos):
-    _no_kwargs(em, "dim", kwargs, pos)
-    _arity(em, "dim", args, 1, 1, pos)
-    return SimpleValue(em.insert("aten::dim", [args[0].as_value(em, pos)], [INT]).output)
-
-
-def _convert_to(dtype):
-    def handler(em, args, kwargs, pos):
-        _no_kwargs(em, "conversion", kwargs, pos)
-        _arity(em, "conversion", args, 1, 1, pos)
-        return em.call_ops([OPS["aten::to"]], [args[0], ConstValue(np.dtype(dtype))], {}, pos, "to")
-    return handler
-
-
-def _dtype_of(em, tensor: Sugared, pos) -> Sugared:
-    return SimpleValue(em.insert("prim::dtype", [tensor.as_value(em, pos)], [DTYPE]).output)
-
-
-def _like(op: str, via: str):
-    """`x.view_as(y)` and friends: the op applied with `y`'s sizes (via="size") or dtype."""
-    def handler(em, args, kwargs, pos):
-        _no_kwargs(em, op, kwargs, pos)
-        _arity(em, f"{op}_as", args, 2, 2, pos)
-        other = ShapeSugar(args[1]) if via == "size" else _dtype_of(em, args[1], pos)
-        return em.call_ops(family(op), [args[0], other], {}, pos, op)
-    return handler
-
-
-def _new(op: str):
-    """`x.new_zeros(size)` and friends: a new tensor with `x`'s dtype unless one is given."""
-    def handler(em, args, kwargs, pos):
-        kwargs = dict(kwargs)
-        kwargs.setdefault("dtype", _dtype_of(em, args[0], pos))
-        kwargs.pop("requires_grad", None)
-        return em.call_ops(family(op), list(args[1:]), kwargs, pos, f"new_{op}")
-    return handler
-
-
-def _unsupported_method(reason: str):
-    def handler(em, args, kwargs, pos):
-        raise em.error(reason, pos)
-    return handler
-
-
-TENSOR_METHODS = {
-    "size": _size, "dim": _dim, "ndimension": _dim,
-    "numel": op_call("numel"), "nelement": op_call("numel"), "item": op_call("item"),
-    "float": _convert_to(np.float32), "double": _convert_to(np.float64), "long": _convert_to(np.int64),
-    "int": _convert_to(np.int32), "bool": _convert_to(np.bool_),
-    "view_as": _like("view", "size"), "reshape_as": _like("reshape", "size"), "expand_as": _like("expand", "size"),
-    "type_as": _like("to", "dtype"),
-    "new_zeros": _new("zeros"), "new_ones": _new("ones"), "new_full": _new("full"), "new_empty": _new("empty"),
-    "cpu": lambda em, args, kwargs, pos: args[0],
-    "tolist": _unsupported_method("tolist() is not supported in scripted code (lists are not Tensor-valued)"),
-    "numpy": _unsupported_method("numpy() is not supported in scripted code"),
-}
-
-TENSOR_ATTRIBUTES = {
-    "shape": lambda em, x, pos: ShapeSugar(x),
-    "dtype": lambda em, x, pos: _dtype_of(em, x, pos),
-    "ndim": lambda em, x, pos: _dim(em, [x], {}, pos),
-    "T": lambda em, x, pos: em.call_ops([OPS["aten::t"]], [x], {}, pos, "t"),
-    "is_cuda": lambda em, x, pos: ConstValue(False),
-}
-
-
-def tensor_attribute(em, x: Sugared, name: str, pos) -> Sugared:
-    if name in TENSOR_ATTRIBUTES:
-        return TENSOR_ATTRIBUTES[name](em, x, pos)
-    if name in TENSOR_METHODS:
-        return HandlerSugar(name, TENSOR_METHODS[name], x)
-    ops = [op for op in family(name) if op.schema.args and op.schema.args[0].name == "self"
-           and op.schema.args[0].is_tensor]
-    if not ops:
-        raise em.error(f"'Tensor' object has no attribute or method '{name}'", pos)
-    return BuiltinSugar(name, ops, x)
-
-
-# -- lists, dicts, strings ----------------------------------------------------------------------------
-def _list_op(name: str):
-    def handler(em, args, kwargs, pos):
-        if name in ("append", "insert") and len(args) >= 2:
-            check_item(em, args[0].type, args[-1], pos)
-        return em.call_ops([OPS[f"aten::{name}.t"]], args, kwargs, pos, name)
-    return handler
-
-
-def check_item(em, list_type, item: Sugared, pos) -> None:
-    """A list keeps one item type: an item of another type is an error (not a silent mix)."""
-    elem = list_type.elem
-    if elem == ANY or item.type is not None and subtype(item.type, elem):
-        return
-    what = type_name(item.type) if item.type is not None else item.describe
-    raise em.error(f"cannot add a value of type '{what}' to a list of type '{list_type}' (an empty list without "
-                   f"annotation is a List[Tensor]; annotate it, e.g. `x: List[int] = []`)", pos)
-
-
-LIST_METHODS = {n: _list_op(n) for n in ("append", "pop", "insert", "extend", "clear")}
-
-
-def _dict_method(name: str, result):
-    """A dict method; `result(dict type)` is the IR type of what it returns."""
-    def handler(em, args, kwargs, pos):
-        out = em.call_ops([OPS[f"aten::{name}.dict"]], args, kwargs, pos, name)
-        out.value.type = result(args[0].type, args[2:] + list(kwargs.values()))
-        return out
-    return handler
-
-
-DICT_METHODS = {
-    "keys": _dict_method("keys", lambda t, _: ListType(t.key)),
-    "values": _dict_method("values", lambda t, _: ListType(t.value)),
-    "items": _dict_method("items", lambda t, _: ListType(TupleType((t.key, t.value)))),
-    "get": _dict_method("get", lambda t, default: t.value if default and default[0].type == t.value
-                        else OptionalType(t.value)),
-}
-STR_METHODS = {n: (lambda name: lambda em, args, kwargs, pos: em.call_ops([OPS[f"aten::{name}.str"]], args, kwargs,
-                                                                          pos, name))(n)
-               for n in ("join", "lower", "upper", "startswith", "endswith")}
-
-
-def value_attribute(em, v: SimpleValue, name: str, pos) -> Sugared:
-    """`v.name` for an IR value, by its type."""
-    t = v.type
-    if isinstance(t, TensorType):
-        return tensor_attribute(em, v, name, pos)
-    if isinstance(t, ListType) and name in LIST_METHODS:
-        return HandlerSugar(name, LIST_METHODS[name], v)
-    if isinstance(t, DictType) and name in DICT_METHODS:
-        return HandlerSugar(name, DICT_METHODS[name], v)
-    if t == STR and name in STR_METHODS:
-        return HandlerSugar(name, STR_METHODS[name], v)
-    if isinstance(t, OptionalType):
-        raise em.error(f"'{name}' of a value of type '{type_name(t)}': it may be None; refine it first with "
-                       f"`if x is not None:`", pos)
-    raise em.error(f"{v.describe} has no attribute '{name}'", pos)
-
-
-def length_of(em, v: SimpleValue, pos) -> Sugared:
-    t = v.type
-    if isinstance(t, TupleType):
-        return ConstValue(len(t.elems))
-    if isinstance(t, (TensorType, ListType, DictType)) or t == STR:
-        return SimpleValue(em.insert("aten::len", [v.value], [INT]).output)
-    raise em.error(f"{v.describe} has no len()", pos)
-
-
-def iterate_value(em, v: SimpleValue, pos):
-    t = v.type
-    if isinstance(t, TupleType):
-        return Unrolled(unpack_value(em, v, len(t.elems), pos))
-    if isinstance(t, ListType) or t == STR:
-        elem = t.elem if isinstance(t, ListType) else STR
-        return Loop(length_of(em, v, pos),
-                    lambda em, i: SimpleValue(em.insert("aten::__getitem__", [v.value, i], [elem]).output))
-    if isinstance(t, DictType):
-        return iterate_value(em, DICT_METHODS["keys"](em, [v], {}, pos), pos)
-    if isinstance(t, TensorType):
-        return Loop(length_of(em, v, pos),
-                    lambda em, i: em.call_ops([OPS["aten::select"]], [v, ConstValue(0), SimpleValue(i)], {}, pos,
-                                              "select"))
-    raise em.error(f"{v.describe} is not iterable", pos)
-
-
-def unpack_value(em, v: SimpleValue, n: int, pos) -> list:
-    t = v.type
-    if isinstance(t, TupleType):
-        if len(t.elems) != n:
-            raise em.error(f"cannot unpack a tuple of {len(t.elems)} values into {n} names", pos)
-        node = v.value.node
-        if node is not None and node.kind == "prim::TupleConstruct":
-            return [SimpleValue(i) for i in node.inputs]
-        return [SimpleValue(o) for o in em.insert("prim::TupleUnpack", [v.value], list(t.elems)).outputs]
-    if isinstance(t, ListType):
-        return [SimpleValue(o) for o in em.insert("prim::ListUnpack", [v.value], [t.elem] * n).outputs]
-    if isinstance(t, TensorType):
-        parts = em.call_ops([OPS["aten::unbind"]], [v], {}, pos, "unbind")
-        return unpack_value(em, parts, n, pos)
-    raise em.error(f"cannot unpack {v.describe}", pos)
 
 
 # -- Python's builtins ------------------------------------------------------------------------------------
@@ -314,6 +98,7 @@ class RangeSugar(Sugared):
         self.start, self.stop, self.step = start, stop, step
 
     def constant(self) -> range | None:
+        """The range as a Python range when its bounds are constants (else None)."""
         parts = (self.start, self.stop, self.step)
         if all(isinstance(p, ConstValue) for p in parts):
             return range(*(p.value for p in parts))
@@ -340,6 +125,7 @@ class RangeSugar(Sugared):
         return Loop(self.length(em, pos), item)
 
     def unrolled(self) -> Unrolled:
+        """The constant range as unrolled items."""
         return Unrolled([ConstValue(i) for i in self.constant()])
 
     def as_value(self, em, pos):
@@ -389,14 +175,14 @@ class ZipSugar(Sugared):
 
 
 def _len(em, args, kwargs, pos):
-    _no_kwargs(em, "len", kwargs, pos)
-    _arity(em, "len", args, 1, 1, pos)
+    no_kwargs(em, "len", kwargs, pos)
+    arity(em, "len", args, 1, 1, pos)
     return em.length(args[0], pos)
 
 
 def _range(em, args, kwargs, pos):
-    _no_kwargs(em, "range", kwargs, pos)
-    _arity(em, "range", args, 1, 3, pos)
+    no_kwargs(em, "range", kwargs, pos)
+    arity(em, "range", args, 1, 3, pos)
     for a in args:
         if a.type != INT:
             raise em.error(f"range() arguments must be int, not '{type_name(a.type) if a.type else a.describe}'", pos)
@@ -406,14 +192,14 @@ def _range(em, args, kwargs, pos):
 
 
 def _enumerate(em, args, kwargs, pos):
-    _arity(em, "enumerate", args, 1, 2, pos)
+    arity(em, "enumerate", args, 1, 2, pos)
     start = args[1] if len(args) == 2 else kwargs.get("start", ConstValue(0))
     return EnumerateSugar(args[0], start)
 
 
 def _zip(em, args, kwargs, pos):
-    _no_kwargs(em, "zip", kwargs, pos)
-    _arity(em, "zip", args, 1, 8, pos)
+    no_kwargs(em, "zip", kwargs, pos)
+    arity(em, "zip", args, 1, 8, pos)
     return ZipSugar(list(args))
 
 
@@ -422,10 +208,10 @@ def _scalar_conversion(name: str, target):
     python = {"float": float, "int": int, "bool": bool}[name]
 
     def handler(em, args, kwargs, pos):
-        _no_kwargs(em, name, kwargs, pos)
+        no_kwargs(em, name, kwargs, pos)
         if not args:
             return ConstValue(python())
-        _arity(em, name, args, 1, 1, pos)
+        arity(em, name, args, 1, 1, pos)
         x = args[0]
         if isinstance(x, ConstValue) and isinstance(x.value, (bool, int, float, str)):
             try:
@@ -443,8 +229,8 @@ def _scalar_conversion(name: str, target):
 
 
 def _str(em, args, kwargs, pos):
-    _no_kwargs(em, "str", kwargs, pos)
-    _arity(em, "str", args, 1, 1, pos)
+    no_kwargs(em, "str", kwargs, pos)
+    arity(em, "str", args, 1, 1, pos)
     if isinstance(args[0], ConstValue):
         return ConstValue(str(args[0].value))
     return em.call_ops([OPS["aten::str"]], args, {}, pos, "str")
@@ -452,11 +238,11 @@ def _str(em, args, kwargs, pos):
 
 def _min_max(name: str):
     def handler(em, args, kwargs, pos):
-        _no_kwargs(em, name, kwargs, pos)
+        no_kwargs(em, name, kwargs, pos)
         if len(args) == 1:
             raise em.error(f"{name}() of one iterable is not supported in scripted code; pass the values as "
                            f"arguments", pos)
-        _arity(em, name, args, 2, 16, pos)
+        arity(em, name, args, 2, 16, pos)
         if any(isinstance(a.type, TensorType) for a in args):
             raise em.error(f"{name}() of tensors is ambiguous; use tscript.{name}imum or x.{name}(dim)", pos)
         out = args[0]
@@ -469,28 +255,39 @@ def _min_max(name: str):
     return handler
 
 
+def _reduce_list(name: str):
+    """sum(xs), any(xs), all(xs) of a list (or tuple) of numbers or bools."""
+    def handler(em, args, kwargs, pos):
+        no_kwargs(em, name, kwargs, pos)
+        arity(em, name, args, 1, 1, pos)
+        if isinstance(args[0].type, TensorType):
+            raise em.error(f"{name}() of a tensor iterates over its rows; use x.{name}(0) in scripted code", pos)
+        return em.call_ops([op for op in family(name) if "." in op.name], args, {}, pos, name)
+    return handler
+
+
 def _abs(em, args, kwargs, pos):
-    _no_kwargs(em, "abs", kwargs, pos)
-    _arity(em, "abs", args, 1, 1, pos)
+    no_kwargs(em, "abs", kwargs, pos)
+    arity(em, "abs", args, 1, 1, pos)
     if isinstance(args[0], ConstValue) and isinstance(args[0].value, (int, float)):
         return ConstValue(abs(args[0].value))
     return em.call_ops(family("abs"), args, {}, pos, "abs")
 
 
 def _list(em, args, kwargs, pos):
-    _no_kwargs(em, "list", kwargs, pos)
-    _arity(em, "list", args, 0, 1, pos)
+    no_kwargs(em, "list", kwargs, pos)
+    arity(em, "list", args, 0, 1, pos)
     if not args:
         return em.empty_list(TENSOR, pos)
     x = args[0]
-    if isinstance(x.type, ListType) and not isinstance(x, ShapeSugar):
+    if isinstance(x, SimpleValue) and isinstance(x.type, ListType):
         return em.call_ops([OPS["aten::list.t"]], [x], {}, pos, "list")
     return SimpleValue(em.comprehension_of(x, pos))
 
 
 def _tuple(em, args, kwargs, pos):
-    _no_kwargs(em, "tuple", kwargs, pos)
-    _arity(em, "tuple", args, 1, 1, pos)
+    no_kwargs(em, "tuple", kwargs, pos)
+    arity(em, "tuple", args, 1, 1, pos)
     if isinstance(args[0].type, ListType):
         return args[0]  # a tuple of unknown length: the list itself stands for it (e.g. as int[])
     items = em.iteration(args[0], pos)
@@ -500,14 +297,14 @@ def _tuple(em, args, kwargs, pos):
 
 
 def _isinstance(em, args, kwargs, pos):
-    _no_kwargs(em, "isinstance", kwargs, pos)
-    _arity(em, "isinstance", args, 2, 2, pos)
+    no_kwargs(em, "isinstance", kwargs, pos)
+    arity(em, "isinstance", args, 2, 2, pos)
     return em.isinstance_check(args[0], args[1], pos)
 
 
 def _getattr(em, args, kwargs, pos):
-    _no_kwargs(em, "getattr", kwargs, pos)
-    _arity(em, "getattr", args, 2, 3, pos)
+    no_kwargs(em, "getattr", kwargs, pos)
+    arity(em, "getattr", args, 2, 3, pos)
     name = args[1]
     if not (isinstance(name, ConstValue) and isinstance(name.value, str)):
         raise em.error("getattr() needs a constant attribute name in scripted code", pos)
@@ -517,22 +314,22 @@ def _getattr(em, args, kwargs, pos):
 
 
 def _hasattr(em, args, kwargs, pos):
-    _no_kwargs(em, "hasattr", kwargs, pos)
-    _arity(em, "hasattr", args, 2, 2, pos)
+    no_kwargs(em, "hasattr", kwargs, pos)
+    arity(em, "hasattr", args, 2, 2, pos)
     if not (isinstance(args[1], ConstValue) and isinstance(args[1].value, str)):
         raise em.error("hasattr() needs a constant attribute name in scripted code", pos)
     return ConstValue(em.has_attribute(args[0], args[1].value))
 
 
 def _type(em, args, kwargs, pos):
-    _no_kwargs(em, "type", kwargs, pos)
-    _arity(em, "type", args, 1, 1, pos)
+    no_kwargs(em, "type", kwargs, pos)
+    arity(em, "type", args, 1, 1, pos)
     return em.compiler.class_of(args[0], pos, em)
 
 
 def _warn(em, args, kwargs, pos):
     """warnings.warn(message, ...): aten::warn (the category and stack level are not kept)."""
-    _arity(em, "warn", args, 1, 3, pos)
+    arity(em, "warn", args, 1, 3, pos)
     message = args[0] if args[0].type == STR else em.call_ops([OPS["aten::str"]], [args[0]], {}, pos, "str")
     return em.call_ops([OPS["aten::warn"]], [message], {}, pos, "warn")
 
@@ -547,6 +344,7 @@ SPECIALS = {
     float: _scalar_conversion("float", FLOAT), int: _scalar_conversion("int", INT),
     bool: _scalar_conversion("bool", BOOL), str: _str, min: _min_max("min"), max: _min_max("max"), abs: _abs,
     list: _list, tuple: _tuple, getattr: _getattr, hasattr: _hasattr, print: _print, type: _type,
+    sum: _reduce_list("sum"), any: _reduce_list("any"), all: _reduce_list("all"),
     warnings.warn: _warn,
 }
 
@@ -585,8 +383,8 @@ class OpTableSugar(Sugared):
 
 def dispatch_call(em, args, kwargs, pos):
     """`dispatch(op, (a, b, ...))`: that op called with those arguments, in schema order."""
-    _no_kwargs(em, "dispatch", kwargs, pos)
-    _arity(em, "dispatch", args, 2, 2, pos)
+    no_kwargs(em, "dispatch", kwargs, pos)
+    arity(em, "dispatch", args, 2, 2, pos)
     op, call_args = args
     items = em.iteration(call_args, pos) if isinstance(call_args, (TupleSugar, ConstValue)) else None
     if not isinstance(op, OpSugar) or not isinstance(items, Unrolled):
@@ -622,7 +420,7 @@ class ExceptionClassSugar(Sugared):
         return f"the exception class '{self.cls.__name__}'"
 
     def call(self, em, args, kwargs, pos):
-        _no_kwargs(em, self.cls.__name__, kwargs, pos)
+        no_kwargs(em, self.cls.__name__, kwargs, pos)
         return ExceptionSugar(self.cls.__name__, args)
 
 
@@ -684,11 +482,12 @@ def constant_value(obj):
         return obj.np
     if isinstance(obj, (np.integer, np.floating, np.bool_)):
         return obj.item()
-    return _NOT_CONSTANT
+    return NOT_CONSTANT
 
 
-_NOT_CONSTANT = object()
+NOT_CONSTANT = object()
 
 
 def is_python_module(obj) -> bool:
+    """Is `obj` a Python module (`math`, `tscript`, `F`)?"""
     return isinstance(obj, pytypes.ModuleType)

@@ -22,12 +22,12 @@ from ...ir.passes.dce import eliminate_dead_code
 from ...ir.types import ANY, TENSOR, ModuleType, OptionalType, tensor_type
 from . import syntax as S
 from .annotations import AnnotationError, python_type, type_of_constant, widen
-from .builtins import (MATH, SPECIALS, BuiltinSugar, ClassSugar, ExceptionClassSugar, HandlerSugar, OpSugar,
-                       OpTableSugar, PyModuleSugar, _NOT_CONSTANT, class_type, constant_value, dispatch_call, family,
+from .builtins import (MATH, NOT_CONSTANT, SPECIALS, BuiltinSugar, ClassSugar, ExceptionClassSugar, HandlerSugar,
+                       OpSugar, OpTableSugar, PyModuleSugar, class_type, constant_value, dispatch_call, family,
                        is_python_module, math_sugar)
 from .emitter import FunctionEmitter
 from .library import SHIMS
-from .parser import _parse, parse_function
+from .parser import parse_function, parse_text
 from .source import get_source, scope_of
 from .values import ConstValue, SimpleValue, Sugared, TupleSugar, Unrolled
 
@@ -53,7 +53,7 @@ class Compiler:
         fdef = parse_function(source)
         graph = Graph()
         library = _is_library(target)
-        em = FunctionEmitter(self, source, fdef, scope_of(target), graph, None, module, library)
+        em = FunctionEmitter(self, source, fdef, scope_of(target), graph, None, library)
         params = _parameters(em, fdef, module is not None)
         values = _bind_call(em, target, params, args, kwargs, pos, caller)
         specs = [_spec(em, p, v, library, caller, pos) for p, v in zip(params, values)]
@@ -105,9 +105,9 @@ class Compiler:
         """The sugared value of a Python object seen by scripted code (a global, a closure cell,
         a module attribute)."""
         c = constant_value(obj)
-        if c is not _NOT_CONSTANT:
+        if c is not NOT_CONSTANT:
             return ConstValue(c)
-        if isinstance(obj, dict) and all(constant_value(k) is not _NOT_CONSTANT for k in obj):
+        if isinstance(obj, dict) and all(constant_value(k) is not NOT_CONSTANT for k in obj):
             return ConstDictSugar(self, obj, name)
         if isinstance(obj, (tuple, list)):
             items = [self.resolve(o, pos, name, em) for o in obj]
@@ -177,21 +177,22 @@ class Compiler:
     def parse_annotation(self, source, const: S.Const) -> S.Expr:
         """A string annotation ("Tensor", "List[int]") as an expression at the string's position."""
         text = " " * (const.pos[1] - 1) + const.value
-        expr = _parse(source, text, "eval_input")
+        expr = parse_text(source, text, "eval_input")
         for e in S.walk_exprs(expr):
             e.pos = (e.pos[0] + const.pos[0] - 1, e.pos[1])
         return expr
 
     # -- modules ----------------------------------------------------------------------------------------------
     def module_attribute(self, em, owner: "ModuleSugar", name: str, pos) -> Sugared:
+        """`module.name`: a parameter or buffer (prim::GetAttr), a submodule, a constant, a method."""
         m = owner.module
         for table in (m._parameters, m._buffers):
             if name in table:
                 t = table[name]
                 if t is None:
                     return ConstValue(None)
-                node = em.insert("prim::GetAttr", [owner.as_value(em, pos)], [tensor_type(t._data.dtype, t._data.shape)],
-                                 {"name": name})
+                t_type = tensor_type(t._data.dtype, t._data.shape)
+                node = em.insert("prim::GetAttr", [owner.as_value(em, pos)], [t_type], {"name": name})
                 node.output.rename(_attr_hint(name))
                 return SimpleValue(node.output)
         if name in m._modules:
@@ -223,16 +224,19 @@ class Compiler:
         raise em.error(f"module '{type(m).__name__}' has no attribute '{name}'", pos)
 
     def peek_attribute(self, s, name: str):
+        """The submodule `s.name`, without emitting anything (None if it is not one)."""
         if isinstance(s, ModuleSugar) and s.module._modules.get(name) is not None:
             return s.child(name)
         return None
 
     @staticmethod
     def is_module_container(s) -> bool:
+        """Is `s` a ModuleList / Sequential / ModuleDict?"""
         return isinstance(s, ModuleSugar) and _is_container(s.module)
 
     @staticmethod
     def has_attribute(s: Sugared, name: str) -> bool:
+        """`hasattr(s, name)` for modules (False for values)."""
         if isinstance(s, ModuleSugar):
             return hasattr(s.module, name)
         return False
@@ -252,6 +256,7 @@ class ModuleSugar(Sugared):
         return f"the module '{type(self.module).__name__}'"
 
     def child(self, name: str) -> "ModuleSugar":
+        """The submodule `name`."""
         return ModuleSugar(self.compiler, self.module._modules[name], self.root, self.path + (name,), self.base)
 
     def as_value(self, em, pos):
@@ -297,6 +302,7 @@ class ModuleSugar(Sugared):
         return super().length(em, pos)
 
     def container_view(self, what: str) -> Sugared:
+        """`keys()`, `values()` or `items()` of a module container, as tuples."""
         keys = list(self.module._modules)
         if what == "keys":
             return ConstValue(tuple(keys))
@@ -342,6 +348,7 @@ class ConstDictSugar(Sugared):
         return self.compiler.resolve(self.table[index.value], pos, self.name, em)
 
     def contains(self, em, item, pos):
+        """`item in table` (a constant key)."""
         if not isinstance(item, ConstValue):
             raise em.error(f"'in' {self.describe} needs a constant key in scripted code", pos)
         return ConstValue(item.value in self.table)

@@ -45,6 +45,7 @@ class Env:
         return FALSE if value is None else value
 
     def is_set(self, name: str) -> bool:
+        """Is the flag certainly set?"""
         value = self.flag(name)
         return isinstance(value, ConstValue) and value.value is True
 
@@ -60,6 +61,7 @@ class Env:
 
     @property
     def returned(self) -> bool:
+        """A return (or raise) has certainly run."""
         return self.dead or self.is_set(RETURNED)
 
     def pending(self) -> list:

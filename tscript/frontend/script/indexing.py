@@ -7,7 +7,7 @@ from __future__ import annotations
 from tscript_runtime.ops import OPS
 
 from ...ir.types import DTYPE, INT, STR, DictType, ListType, OptionalType, TensorType, TupleType
-from .builtins import check_item
+from .methods import check_item
 from .values import ConstValue, SimpleValue, Sugared, TupleSugar
 
 
@@ -19,13 +19,16 @@ class SliceSugar(Sugared):
         self.lower, self.upper, self.step = lower, upper, step
 
     def is_full(self) -> bool:
+        """Is it `:` (every element)?"""
         return all(b is None or (isinstance(b, ConstValue) and b.value is None) for b in (self.lower, self.upper)) \
             and (self.step is None or (isinstance(self.step, ConstValue) and self.step.value == 1))
 
     def bounds(self) -> list:
+        """start, end and step, with None for missing bounds and 1 for a missing step."""
         return [self.lower or ConstValue(None), self.upper or ConstValue(None), self.step or ConstValue(1)]
 
     def constant(self):
+        """The slice as a Python slice when its bounds are constants (else None)."""
         if all(b is None or isinstance(b, ConstValue) for b in (self.lower, self.upper, self.step)):
             return slice(*(None if b is None else b.value for b in (self.lower, self.upper, self.step)))
         return None

@@ -7,6 +7,8 @@ expected, a tuple or a single int where `int[]` is, a tuple of tensors where `Te
 candidate needing the fewest conversions wins; nothing is emitted until one has won."""
 from __future__ import annotations
 
+import functools
+
 from tscript_runtime.ops.schema import NO_DEFAULT
 
 from ...ir.types import (ANY, BOOL, DTYPE, FLOAT, INT, NONE, STR, TENSOR, DictType, ListType, OptionalType,
@@ -63,6 +65,7 @@ def _bind(op, args: list, kwargs: dict) -> tuple:
         if bound[i] is not NO_DEFAULT:
             raise Mismatch(f"got multiple values for argument '{key}'")
         bound[i] = value
+    _check_has_tensor(op, bound)
     total, thunks = 0, []
     for p, value in zip(params, bound):
         if value is NO_DEFAULT:
@@ -72,7 +75,6 @@ def _bind(op, args: list, kwargs: dict) -> tuple:
         cost, thunk = convert(value, p.type, p.name)
         total += cost
         thunks.append(thunk)
-    _check_has_tensor(op, bound)
     return total, thunks
 
 
@@ -89,11 +91,16 @@ def _pack_varargs(op, args: list) -> list:
     raise Mismatch(f"takes at most {n_pos} positional arguments ({len(args)} given)")
 
 
+@functools.lru_cache(maxsize=None)
+def _takes_tensor_or_scalar(op) -> bool:
+    return any(p.base_type == "Tensor|Scalar" for p in op.schema.args)
+
+
 def _check_has_tensor(op, bound: list) -> None:
     """An op with `Tensor|Scalar` arguments computes a tensor: some argument must be one (so that
     `1 + 2` picks aten::add.int rather than aten::add)."""
-    either = [i for i, p in enumerate(op.schema.args) if p.base_type == "Tensor|Scalar"]
-    if either and not any(isinstance(getattr(bound[i], "type", None), TensorType) for i in op.tensor_pos):
+    if _takes_tensor_or_scalar(op) and \
+            not any(isinstance(getattr(bound[i], "type", None), TensorType) for i in op.tensor_pos):
         raise Mismatch("no argument is a Tensor")
 
 
@@ -232,6 +239,9 @@ def _emit(em, op, inputs: list) -> Sugared:
 def _return_type(op, ret: str, inputs: list) -> Type:
     if ret in _RETURNS:
         return _RETURNS[ret]
+    written = inputs[op.mutates].type if op.mutates is not None else None
+    if written is not None and (ret == "Any[]" or not isinstance(written, ListType)):
+        return written  # the container the op changed (a list's pop returns an item instead)
     lists = [v.type for a, v in zip(op.schema.args, inputs) if a.type == "Any[]" and isinstance(v.type, ListType)]
     if ret == "Any[]":
         return lists[0] if lists else ListType(ANY)

@@ -90,6 +90,7 @@ class ModuleSession:
         self.refresh()
 
     def refresh(self) -> None:
+        """Recompile if the train/eval mode of any module changed since the last compilation."""
         modes = tuple(m.training for m in self.root.modules())
         if modes == self._modes:
             return
@@ -109,6 +110,7 @@ class ModuleSession:
         return self._functions[id(graph)]
 
     def method_names(self, module) -> set:
+        """The methods of `module` that were compiled."""
         return set(self.compiler.methods.get(id(module), {}))
 
 
@@ -129,6 +131,7 @@ class ScriptedModule(ScriptModule):
         return fn
 
     def forward(self, *args, **kwargs):
+        """Run the compiled forward (keyword arguments and defaults as in Python)."""
         fn = self._forward
         return fn._run(fn.bind(args, kwargs), self._module)
 
@@ -137,6 +140,7 @@ class ScriptedModule(ScriptModule):
 
     @property
     def exported_methods(self) -> dict:
+        """The `@tscript.jit.export` methods of this module, by name."""
         self._session.refresh()
         names = self._session.exports.get(id(self._module), ())
         return {name: self._session.function(self._module, name) for name in names}

@@ -36,7 +36,7 @@ def parse_function(source: Source) -> S.FunctionDef:
     """The FunctionDef of a function's source (its decorators parsed and kept, docstring dropped)."""
     key = (source.file, source.line_offset, source.text)
     if key not in _functions:
-        stmts = _parse(source, source.text, "file_input")
+        stmts = parse_text(source, source.text, "file_input")
         defs = [s for s in stmts if isinstance(s, S.FunctionDef)]
         if len(defs) != 1:
             raise source.error("expected the source of exactly one function definition", (1, 1))
@@ -44,7 +44,9 @@ def parse_function(source: Source) -> S.FunctionDef:
     return _functions[key]
 
 
-def _parse(source: Source, text: str, start: str):
+def parse_text(source: Source, text: str, start: str):
+    """`text` (the source's, or a fragment of it) parsed from the grammar rule `start`; syntax
+    errors are CompileErrors at their position in `source`."""
     try:
         tree = _lark().parse(text, start=start)
     except UnexpectedInput as e:
@@ -401,7 +403,7 @@ class _Builder(Transformer):
 
     def parse_field(self, text: str, line: int, column: int):
         """An f-string field's expression, positioned where it stands in the file."""
-        expr = _parse(self.source, " " * (column - 1) + text, "eval_input")
+        expr = parse_text(self.source, " " * (column - 1) + text, "eval_input")
         for e in S.walk_exprs(expr):
             e.pos = (e.pos[0] + line - 1, e.pos[1])
         return expr

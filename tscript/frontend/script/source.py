@@ -35,9 +35,19 @@ class Source:
                             self.name.rsplit(".", 1)[-1])
 
 
+_sources: dict = {}
+
+
 def get_source(fn) -> Source:
     """The dedented source of a function (or method), or a CompileError when Python has none."""
     fn = inspect.unwrap(fn)
+    code = getattr(fn, "__code__", None)
+    if code not in _sources:
+        _sources[code] = _read_source(fn)
+    return _sources[code]
+
+
+def _read_source(fn) -> Source:
     try:
         lines, start = inspect.getsourcelines(fn)
         file = inspect.getsourcefile(fn) or fn.__code__.co_filename

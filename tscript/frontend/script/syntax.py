@@ -252,11 +252,11 @@ def assigned_names(stmts: list) -> set:
 def _collect_assigned(s: Stmt, names: set) -> None:
     if isinstance(s, Assign):
         for t in s.targets:
-            _target_names(t, names)
+            target_names(t, names)
     elif isinstance(s, (AnnAssign, AugAssign)):
-        _target_names(s.target, names)
+        target_names(s.target, names)
     elif isinstance(s, For):
-        _target_names(s.target, names)
+        target_names(s.target, names)
     for block in _blocks(s):
         for inner in block:
             _collect_assigned(inner, names)
@@ -270,12 +270,14 @@ def _blocks(s: Stmt) -> list:
     return []
 
 
-def _target_names(t: Expr, names: set) -> None:
+def target_names(t: Expr, names: set) -> set:
+    """`names` plus the variables an assignment target binds (`a`, `(a, b)`...)."""
     if isinstance(t, Name):
         names.add(t.id)
     elif isinstance(t, (TupleExpr, ListExpr)):
         for e in t.elts:
-            _target_names(e, names)
+            target_names(e, names)
+    return names
 
 
 def contains(stmts: list, kinds: tuple, into_loops: bool = True) -> bool:

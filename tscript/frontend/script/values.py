@@ -66,7 +66,7 @@ class SimpleValue(Sugared):
         return self.value
 
     def attr(self, em, name, pos):
-        from .builtins import value_attribute
+        from .methods import value_attribute
         return value_attribute(em, self, name, pos)
 
     def getitem(self, em, index, pos):
@@ -74,15 +74,15 @@ class SimpleValue(Sugared):
         return getitem(em, self, index, pos)
 
     def iterate(self, em, pos):
-        from .builtins import iterate_value
+        from .methods import iterate_value
         return iterate_value(em, self, pos)
 
     def length(self, em, pos):
-        from .builtins import length_of
+        from .methods import length_of
         return length_of(em, self, pos)
 
     def unpack(self, em, n, pos):
-        from .builtins import unpack_value
+        from .methods import unpack_value
         return unpack_value(em, self, n, pos)
 
     def __repr__(self) -> str:
@@ -197,5 +197,6 @@ class Unrolled:
 
 
 def is_none(s: Sugared) -> bool:
+    """Is `s` the constant None?"""
     return isinstance(s, ConstValue) and s.value is None
 

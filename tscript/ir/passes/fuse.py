@@ -234,8 +234,9 @@ def _decompose_softmax(sub: Graph, node: Node, value_map: dict) -> None:
     shifted = sub.insert("aten::sub", [x, m, one], 1, types=[t]).output
     e = sub.insert("aten::exp", [shifted], 1, types=[t]).output
     s = sub.insert("aten::sum", [e, dim, keep, none], 1, types=[row_t]).output
-    if node.kind == "aten::softmax":
-        out = sub.insert("aten::div", [e, s, none], 1, types=[t]).output
+    if node.kind == "aten::softmax":  # times 1/sum (once per row), as PyTorch's CPU kernel
+        inv = sub.insert("aten::reciprocal", [s], 1, types=[row_t]).output
+        out = sub.insert("aten::mul", [e, inv], 1, types=[t]).output
     else:
         log_s = sub.insert("aten::log", [s], 1, types=[row_t]).output
         out = sub.insert("aten::sub", [shifted, log_s, one], 1, types=[t]).output

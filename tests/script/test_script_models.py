@@ -86,3 +86,15 @@ def test_data_dependent_control_flow_tracing_wrong_scripting_right(fn, example, 
     assert not bool((traced(other) == expected).all())  # the trace froze the path of `example`
     assert_same(scripted(other), expected)
     assert_same(scripted(example), fn(example))
+
+
+@pytest.mark.parametrize("name, factory, args", MODELS, ids=[m[0] for m in MODELS])
+def test_passes_keep_scripted_models_correct(name, factory, args):
+    ts.manual_seed(0)
+    model = factory().eval()
+    scripted = ts.jit.script(model)
+    with ts.no_grad():
+        expected = model(*clone(args))
+        for level in (0, 1, 2):
+            assert_same(ts.jit.optimize(scripted, level)(*clone(args)), expected)
+        assert_same(ts.jit.freeze(scripted)(*clone(args)), expected)

@@ -6,7 +6,7 @@ import os
 import pytest
 
 import tscript as ts
-from tscript.frontend.script.parser import _parse
+from tscript.frontend.script.parser import parse_text
 from tscript.frontend.script.source import Source
 from tscript.jit import CompileError
 from tests.script import error_programs as P
@@ -95,7 +95,7 @@ def test_module_errors(cls, token, fragment):
 def test_syntax_error_names_the_position():
     source = Source("def f(x):\n    return x +* 2\n", "/src/model.py", 40, 4, "Net.f")
     with pytest.raises(CompileError) as info:
-        _parse(source, source.text, "file_input")
+        parse_text(source, source.text, "file_input")
     e = info.value
     assert "invalid syntax: unexpected '*'" in e.explanation
     assert (e.file, e.line, e.column) == ("/src/model.py", 42, 19)

@@ -1,0 +1,65 @@
+"""Which forward values carry gradients: those computed differentiably from a `wrt` value. An op
+whose derivative table entry says "not differentiable" (comparisons, sizes, detach...) stops the
+flow; a construct autodiff has no rule for raises a CompileError here, before anything is recorded."""
+from __future__ import annotations
+
+import numpy as np
+
+from tscript_runtime.ops import OPS
+
+from ..autograd.record import plan
+from ..ir.graph import Block, Graph, Node, Value
+from ..ir.types import ListType, TensorType, TupleType
+from .errors import unsupported
+from .examples import free_values
+
+
+def live_values(graph: Graph, wrt: list[Value], env: dict) -> set[Value]:
+    """The values (inputs `wrt` included) that gradients flow through."""
+    live = set(wrt)
+    _block(graph.block, live, env)
+    return live
+
+
+def _block(block: Block, live: set, env: dict) -> None:
+    for node in block.nodes:
+        if node.kind == "prim::If":
+            for b in node.blocks:
+                _block(b, live, env)
+            for i, out in enumerate(node.outputs):
+                if any(b.returns[i] in live for b in node.blocks) and carries_grad(out, env):
+                    live.add(out)
+        elif node.blocks:
+            if any(v in live for v in node.inputs) or any(v in live for b in node.blocks for v in free_values(b)):
+                raise unsupported(node, "a loop that was not unrolled (trace the model, or loop a constant number "
+                                        "of times so that it unrolls)")
+        elif any(v in live for v in node.inputs):
+            live.update(o for o in differentiable_outputs(node) if carries_grad(o, env))
+
+
+def differentiable_outputs(node: Node) -> list[Value]:
+    """The outputs of `node` that gradients can flow back through (given a differentiable input)."""
+    op = OPS.get(node.kind)
+    if op is not None:
+        try:
+            return node.outputs if plan(op) is not None else []
+        except RuntimeError as e:  # no derivative formula in the table
+            raise unsupported(node, str(e)) from None
+    if node.kind == "prim::PythonOp":
+        call = getattr(getattr(node, "callee", None), "traced_call", None)
+        if call is None:
+            raise unsupported(node, f"it calls the Python function '{node.attrs.get('name')}', whose "
+                                    f"derivative is unknown")
+        return [o for k, o in enumerate(node.outputs[:call.n_outputs]) if k not in call.non_differentiable]
+    return node.outputs
+
+
+def carries_grad(v: Value, env: dict) -> bool:
+    """A floating-point tensor (or a container that may hold one)."""
+    t = v.type
+    if isinstance(t, TensorType):
+        if t.dtype is not None:
+            return t.dtype.kind == "f"
+        x = env.get(v)
+        return not isinstance(x, np.ndarray) or x.dtype.kind == "f"
+    return isinstance(t, (ListType, TupleType))
