@@ -14,6 +14,10 @@ except ImportError:  # PyTorch is an optional reference, never required
     torch = None
 
 
+# PyTorch's worker threads spin for ~10 ms after an op: without a pause the next variant loses a core.
+PAUSE_AFTER = {"torch": 0.01}
+
+
 @dataclass
 class Case:
     """One benchmark: variants keyed by name ("tscript", "numpy", "torch"), each a no-arg callable."""
@@ -48,6 +52,7 @@ def run_case(case: Case, budget: float = 1.0) -> dict[str, float]:
     for _ in range(rounds):
         for k, fn in case.variants.items():
             samples[k].append(_sample(fn, case.inner))
+            time.sleep(PAUSE_AFTER.get(k, 0))
     return {k: statistics.median(v) / case.per for k, v in samples.items()}
 
 

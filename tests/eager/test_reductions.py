@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import tscript
-from conftest import assert_close
+from tests.conftest import assert_close
 from tscript_runtime import dtypes as dt
 from tscript_runtime.ops import OPS, TensorMeta
 

@@ -132,15 +132,15 @@ def test_training_models_save_forward_and_backward(tmp_path):
     x = ts.randn(4, 3)
     trained = ts.jit.compile(layer, x, backward=True, dynamic={0: [0]})
     ts.jit.save(trained, tmp_path / "t.tsm")
-    model = tscript_runtime.load(tmp_path / "t.tsm")
+    model = rt.load(tmp_path / "t.tsm")
     assert set(model.entry_points) == {"forward", "backward"}
     out, grads = model.run_with_grad(x.numpy(), grad_outputs=np.ones((4, 2), np.float32))
     layer(x).sum().backward()
     np.testing.assert_allclose(out, layer(x).detach().numpy(), rtol=1e-5, atol=1e-6)
-    assert sorted(grads) == ["bias", "weight", "x"]
+    assert sorted(grads) == ["bias", "input", "weight"]  # inputs by their forward argument names
     np.testing.assert_allclose(grads["weight"], layer.weight.grad.numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(grads["bias"], layer.bias.grad.numpy(), rtol=1e-5, atol=1e-6)
-    with pytest.raises(tscript_runtime.InputError, match="grad_outputs must be given"):
+    with pytest.raises(rt.InputError, match="grad_outputs must be given"):
         model.run_with_grad(x.numpy())
 
 

@@ -15,6 +15,7 @@ from ..frontend.modules import ModuleView
 from ..ir.graph import Block, Graph, Value, clone_block_into
 from ..ir.passes.inline import inline_calls
 from ..ir.serialize import graph_to_json
+from .errors import unsupported
 
 
 def example_values(graph: Graph, inputs: list) -> dict[Value, object]:
@@ -34,6 +35,10 @@ def _evaluate(graph: Graph, block: Block, free: list, env: dict) -> None:
     for v in defined:
         g.add_output(value_map[v])
     inline_calls(g)  # traced autograd.Function calls run the ops of their forward
+    for node in g.all_nodes():
+        if node.kind == "prim::PythonOp":  # a scripted @ignore call: no IR to differentiate or run
+            raise unsupported(node, f"it calls the Python function '{node.attrs.get('name', '?').split('#')[0]}' "
+                                    f"(marked @tscript.jit.ignore), which a compiled model cannot run")
     outputs = Program(graph_to_json(g), ArrayDomain(g.constants)).run([env[v] for v in free])
     env.update(zip(defined, outputs))
     for node in block.nodes:

@@ -9,6 +9,7 @@ from tscript_runtime.ops import OPS
 
 from ..autograd.record import plan
 from ..ir.graph import Block, Graph, Node, Value
+from ..ir.passes.effects import alias_closure, writes_memory
 from ..ir.types import ListType, TensorType, TupleType
 from .errors import unsupported
 from .examples import free_values
@@ -18,7 +19,20 @@ def live_values(graph: Graph, wrt: list[Value], env: dict) -> set[Value]:
     """The values (inputs `wrt` included) that gradients flow through."""
     live = set(wrt)
     _block(graph.block, live, env)
+    _check_writes(graph, live)
     return live
+
+
+def _check_writes(graph: Graph, live: set) -> None:
+    """An in-place write into (a view of) a value that gradients flow through would be invisible to
+    the backward, which sees each value as computed: refuse it (remove_mutation has already turned
+    every write it could prove harmless into its functional form)."""
+    for node in graph.all_nodes():
+        if writes_memory(node):
+            target = node.inputs[OPS[node.kind].mutates]
+            if alias_closure(graph, {target}) & live:
+                raise unsupported(node, f"it writes in place into %{target.name}, which gradients flow through "
+                                        f"(use the out-of-place op)")
 
 
 def _block(block: Block, live: set, env: dict) -> None:
@@ -34,24 +48,26 @@ def _block(block: Block, live: set, env: dict) -> None:
                 raise unsupported(node, "a loop that was not unrolled (trace the model, or loop a constant number "
                                         "of times so that it unrolls)")
         elif any(v in live for v in node.inputs):
-            live.update(o for o in differentiable_outputs(node) if carries_grad(o, env))
+            live.update(differentiable_outputs(node, env))
 
 
-def differentiable_outputs(node: Node) -> list[Value]:
-    """The outputs of `node` that gradients can flow back through (given a differentiable input)."""
+def differentiable_outputs(node: Node, env: dict) -> list[Value]:
+    """The outputs of `node` that gradients flow back through (given a differentiable input)."""
+    outputs = [o for o in node.outputs if carries_grad(o, env)]
     op = OPS.get(node.kind)
-    if op is not None:
+    if op is not None and outputs:
         try:
-            return node.outputs if plan(op) is not None else []
+            return outputs if plan(op) is not None else []
         except RuntimeError as e:  # no derivative formula in the table
             raise unsupported(node, str(e)) from None
     if node.kind == "prim::PythonOp":
         call = getattr(getattr(node, "callee", None), "traced_call", None)
-        if call is None:
+        if call is None and outputs:
             raise unsupported(node, f"it calls the Python function '{node.attrs.get('name')}', whose "
                                     f"derivative is unknown")
-        return [o for k, o in enumerate(node.outputs[:call.n_outputs]) if k not in call.non_differentiable]
-    return node.outputs
+        return [] if call is None else [o for k, o in enumerate(node.outputs[:call.n_outputs])
+                if k not in call.non_differentiable and carries_grad(o, env)]
+    return outputs
 
 
 def carries_grad(v: Value, env: dict) -> bool:

@@ -2,8 +2,8 @@
 keeps them in SIMD registers (libm's expf is not vectorized here, LLVM_NOTES.md). float64 uses libm
 for full double accuracy. Each function takes an IRBuilder and an LLVM float value.
 
-Accuracy (float32, measured by tests against numpy in float64): exp, log ~1-2 ulp; tanh, sigmoid,
-erf within 2e-7 absolute / 1e-6 relative.
+Accuracy (float32, against float64 over wide ranges; tests/codegen/test_mathlib.py): max error
+exp 0.9 ulp, log 2.1, tanh 4.3, sigmoid 2.3, erf 2.5 (relative error at most 3e-7).
 """
 from __future__ import annotations
 

@@ -105,13 +105,19 @@ class _Row:
     def row(self, offsets: list) -> None:
         n = self.sizes[-1]
         row_values: dict = dict(self.scalars)
-        for node in self.graph.nodes:
-            if node.kind in REDUCTIONS:
-                row_values[node.output] = self.reduce(node, offsets, row_values, n)
+        self.means, self.materialized = {}, {}
         full = [k for k, v in enumerate(self.graph.outputs) if not is_row_scalar(v, self.rank)]
+        reductions = [node for node in self.graph.nodes if node.kind in REDUCTIONS]
+        keep = self._materialize(reductions, full)
+        for node in reductions:
+            into = keep[1] if keep is not None and node is reductions[-1] else None
+            row_values[node.output] = self.reduce(node, offsets, row_values, n, into)
+        if keep is not None:
+            self.materialized[keep[0]] = keep[1]
         for k, v in enumerate(self.graph.outputs):
             if k not in full:
                 self.store(k, offsets, self.value(v, offsets, None, row_values, {}))
+        full = [k for k in full if self.graph.outputs[k] not in self.materialized]
         if full:
             def body(j, _):
                 memo: dict = {}
@@ -119,30 +125,60 @@ class _Row:
                     self.store(k, offsets, self.value(self.graph.outputs[k], offsets, j, row_values, memo), j)
             self.loop(n, body, "final")
 
-    def reduce(self, node, offsets, row_values, n):
-        """One pass over the row (two for var: mean, then squared deviations)."""
+    def _materialize(self, reductions: list, full: list):
+        """(value, output index) when the last reduction's full-size input is also needed by the
+        only full-size output: its pass then stores that value into the output buffer, and the
+        final pass reads it back instead of recomputing it (softmax's exp)."""
+        if len(full) != 1 or not reductions:
+            return None
+        v, out = reductions[-1].inputs[0], self.graph.outputs[full[0]]
+        if (v not in self.producer or v.type.dtype != out.type.dtype or not dt.is_float(v.type.dtype)
+                or is_row_scalar(v, self.rank)):
+            return None
+        stack, seen = [out], set()
+        while stack:
+            u = stack.pop()
+            if u is v:
+                return v, full[0]
+            node = self.producer.get(u)
+            if node is not None and node.kind not in REDUCTIONS and u not in seen:
+                seen.add(u)
+                stack.extend(node.inputs)
+        return None
+
+    def reduce(self, node, offsets, row_values, n, into=None):
+        """One pass over the row (two for var: mean, then squared deviations, unless the group already
+        has the mean of the same input); `into`: an output to store the reduced values in."""
         dtype = node.output.type.dtype
         b, tag = self.b, node.output.name.replace(".", "_")
         length = b.sitofp(n, LLVM_TYPES[dtype]) if dt.is_float(dtype) else n
         if node.kind == "aten::var":
-            mean = b.fdiv(self._pass(node, offsets, row_values, n, "add", f"mean_{tag}"), length)
-            centered = self._pass(node, offsets, row_values, n, "add", f"var_{tag}", shift=mean)
+            mean = self.means.get((node.inputs[0], dtype))
+            if mean is None:
+                mean = b.fdiv(self._pass(node, offsets, row_values, n, "add", f"mean_{tag}"), length)
+            centered = self._pass(node, offsets, row_values, n, "add", f"var_{tag}", shift=mean, into=into)
             correction = self.constants.get(node.inputs[2])
             correction = 1 if correction is None else correction
             zero = Emitter(b).const(0, dtype)
             dof = b.fsub(length, Emitter(b).const(correction, dtype))
             return b.fdiv(centered, b.select(b.fcmp_ordered(">", dof, zero), dof, zero))  # as PyTorch: max(N - c, 0)
-        total = self._pass(node, offsets, row_values, n, REDUCTIONS[node.kind][1], f"reduce_{tag}")
-        return b.fdiv(total, length) if node.kind == "aten::mean" else total
+        total = self._pass(node, offsets, row_values, n, REDUCTIONS[node.kind][1], f"reduce_{tag}", into=into)
+        if node.kind != "aten::mean":
+            return total
+        mean = self.means[node.inputs[0], dtype] = b.fdiv(total, length)
+        return mean
 
-    def _pass(self, node, offsets, row_values, n, combine, name, shift=None):
+    def _pass(self, node, offsets, row_values, n, combine, name, shift=None, into=None):
         e, b = Emitter(self.b), self.b
         dtype = node.output.type.dtype
         identity = 0.0 if combine == "add" else REDUCTIONS[node.kind][0]
         init = e.const(identity, dtype)
 
         def step(j, acc):
-            x = e.cast(self.value(node.inputs[0], offsets, j, row_values, {}), _dtype_of(node.inputs[0]), dtype)
+            x = self.value(node.inputs[0], offsets, j, row_values, {})
+            if into is not None:
+                self.store(into, offsets, x, j)
+            x = e.cast(x, _dtype_of(node.inputs[0]), dtype)
             if shift is not None:
                 d = b.fsub(x, shift, flags=REDUCE_FLAGS)
                 x = b.fmul(d, d, flags=REDUCE_FLAGS)
@@ -160,8 +196,8 @@ class _Row:
         if v in self.constants:
             raise AssertionError("constants are lowered by their consumer")
         node = self.producer.get(v)
-        if node is None:  # a tensor input: load it
-            k = self.arrays.index(v)
+        if node is None or v in self.materialized and j is not None:  # a tensor input or a stored value: load it
+            k = self.materialized[v] if node is not None else self.arrays.index(v)
             off = offsets[k] if j is None else self.b.add(offsets[k], self.b.mul(j, self.strides[k][-1]))
             x = self.b.load(self.b.gep(self.bases[k], [off], inbounds=True))
             out = self.b.trunc(x, LLVM_TYPES[dt.bool_]) if v.type.dtype == dt.bool_ else x

@@ -97,6 +97,13 @@ def compile(obj, example_inputs=None, backward: bool = False, dynamic: dict | No
 def _compile_training(obj, module, example_inputs, dynamic) -> CompiledTrainingModel:
     """Forward and backward graphs (symbolic autodiff), each optimized, fused and compiled."""
     from ..autodiff import differentiate
+    graph, wrt, examples, lifted, float_inputs = training_graph(obj, module, example_inputs, dynamic)
+    return CompiledTrainingModel(differentiate(graph, wrt, examples), module, lifted, float_inputs, dynamic)
+
+
+def training_graph(obj, module, example_inputs, dynamic) -> tuple:
+    """What autodiff differentiates: (graph with the parameters that require grad lifted to inputs,
+    wrt values, example inputs of the graph, lifted parameters, indices of the float inputs)."""
     args = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
     graph = obj.graph.copy()
     inline_calls(graph, keep=("prim::PythonOp",))  # autodiff records traced Functions' own backward
@@ -110,8 +117,7 @@ def _compile_training(obj, module, example_inputs, dynamic) -> CompiledTrainingM
     floats = [v for v in user if _is_float(v)]
     examples = ([_attr_tree(module)] if module is not None else []) + [to_arrays(a) for a in args] + \
         [p._data for _, p, _ in lifted]
-    d = differentiate(graph, [lv for _, _, lv in lifted] + floats, examples)
-    return CompiledTrainingModel(d, module, lifted, [user.index(v) for v in floats], dynamic)
+    return graph, [lv for _, _, lv in lifted] + floats, examples, lifted, [user.index(v) for v in floats]
 
 
 def _type_inputs(inputs: list, args: tuple) -> None:
