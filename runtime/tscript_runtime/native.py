@@ -129,40 +129,36 @@ def fits_host(target: dict) -> bool:
         (h["triple"], h["cpu"], h["features"])
 
 
-def optimize_and_emit(ll_text: str) -> bytes:
-    """Parse, verify, optimize (O3 with loop and SLP vectorization) and emit object code."""
+def _optimized_module(ll_text: str):
+    """Parse, verify and optimize (O3 with loop and SLP vectorization) for the host; call under `_lock`."""
     llvm = _llvm()
+    tm = target_machine()
+    module = llvm.parse_assembly(ll_text)
+    module.triple, module.data_layout = tm.triple, str(tm.target_data)
+    module.verify()
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = pto.slp_vectorization = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(module, pb)
+    return module
+
+
+def optimize_and_emit(ll_text: str) -> bytes:
+    """Object code for the host from LLVM IR text (optimized as `_optimized_module`)."""
     with _lock:
-        tm = target_machine()
-        module = llvm.parse_assembly(ll_text)
-        module.triple, module.data_layout = tm.triple, str(tm.target_data)
-        module.verify()
-        pto = llvm.create_pipeline_tuning_options(speed_level=3)
-        pto.loop_vectorization = pto.slp_vectorization = True
-        pb = llvm.create_pass_builder(tm, pto)
-        pb.getModulePassManager().run(module, pb)
-        return tm.emit_object(module)
+        return target_machine().emit_object(_optimized_module(ll_text))
 
 
 def optimized_ir(ll_text: str) -> str:
     """The IR after optimization (for inspecting whether a kernel vectorized)."""
-    llvm = _llvm()
     with _lock:
-        tm = target_machine()
-        module = llvm.parse_assembly(ll_text)
-        module.triple, module.data_layout = tm.triple, str(tm.target_data)
-        pto = llvm.create_pipeline_tuning_options(speed_level=3)
-        pto.loop_vectorization = pto.slp_vectorization = True
-        pb = llvm.create_pass_builder(tm, pto)
-        pb.getModulePassManager().run(module, pb)
-        return str(module)
+        return str(_optimized_module(ll_text))
 
 
 def assembly(ll_text: str) -> str:
-    llvm = _llvm()
+    """The host assembly of the optimized IR (to check vectorization)."""
     with _lock:
-        module = llvm.parse_assembly(optimized_ir(ll_text))
-        return target_machine().emit_assembly(module)
+        return target_machine().emit_assembly(_optimized_module(ll_text))
 
 
 def blas_library() -> str | None:

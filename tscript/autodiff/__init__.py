@@ -55,7 +55,7 @@ def differentiate(graph: Graph, wrt: list[Value], example_inputs: list, recomput
     outputs = flat_outputs(forward)
     bw = _record(forward, env, live, outputs, wrt, frozenset())
     if recompute:
-        chosen = recomputable(forward, bw.saved)
+        chosen = recomputable(forward, bw.saved, env)
         if chosen:
             bw = _record(forward, env, live, outputs, wrt, chosen)
     _generalize_types(bw.graph)

@@ -38,18 +38,30 @@ def _dtype_of(v: Value):
     return {"int": dt.int64, "float": dt.float64, "bool": dt.bool_}[t.name]
 
 
-def build_kernel(graph: Graph, name: str, module: ir.Module) -> KernelSpec:
-    """Generate the kernel of a fusion group's subgraph as function `name` in `module`."""
-    outs = graph.outputs
-    rank = outs[0].type.rank
+@dataclass
+class Prologue:
+    """A kernel function with its ABI arguments loaded: sizes, typed base pointers and strides of
+    every array (outputs first, then tensor inputs), and scalar inputs in their dtypes."""
+    fn: ir.Function
+    b: ir.IRBuilder
+    rank: int
+    arrays: list
+    sizes: list
+    bases: list
+    strides: list
+    scalars: dict
+    spec: KernelSpec
+
+
+def prologue(graph: Graph, name: str, module: ir.Module, rank: int) -> Prologue:
+    """Declare kernel `name` in `module` and load its arguments in the entry block."""
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), I8P.as_pointer(),
                                                               I64.as_pointer(), F64.as_pointer()]), name)
     for a in fn.args:
         a.add_attribute("noalias")
     sizes_p, ptrs_p, strides_p, scalars_p = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    tensor_inputs = [v for v in graph.inputs if isinstance(v.type, TensorType)]
-    arrays = list(outs) + tensor_inputs
+    arrays = list(graph.outputs) + [v for v in graph.inputs if isinstance(v.type, TensorType)]
     sizes = [b.load(b.gep(sizes_p, [I64(d)])) for d in range(rank)]
     bases, strides = [], []
     for k, v in enumerate(arrays):
@@ -58,14 +70,19 @@ def build_kernel(graph: Graph, name: str, module: ir.Module) -> KernelSpec:
         strides.append([b.load(b.gep(strides_p, [I64(k * rank + d)])) for d in range(rank)])
     scalars = {}
     for j, v in enumerate(v for v in graph.inputs if not isinstance(v.type, TensorType)):
-        x = b.load(b.gep(scalars_p, [I64(j)]))
-        scalars[v] = Emitter(b).cast(x, dt.float64, _dtype_of(v))
-    spec = KernelSpec(name, rank, [o.type.dtype for o in outs],
+        scalars[v] = Emitter(b).cast(b.load(b.gep(scalars_p, [I64(j)])), dt.float64, _dtype_of(v))
+    spec = KernelSpec(name, rank, [o.type.dtype for o in graph.outputs],
                       ["tensor" if isinstance(v.type, TensorType) else "scalar" for v in graph.inputs])
-    offsets = [I64(0)] * len(arrays)
-    _loops(b, fn, graph, 0, rank, sizes, bases, strides, offsets, scalars, arrays)
-    b.ret_void()
-    return spec
+    return Prologue(fn, b, rank, arrays, sizes, bases, strides, scalars, spec)
+
+
+def build_kernel(graph: Graph, name: str, module: ir.Module) -> KernelSpec:
+    """Generate the kernel of a fusion group's subgraph as function `name` in `module`."""
+    p = prologue(graph, name, module, graph.outputs[0].type.rank)
+    _loops(p.b, p.fn, graph, 0, p.rank, p.sizes, p.bases, p.strides, [I64(0)] * len(p.arrays), p.scalars,
+           p.arrays)
+    p.b.ret_void()
+    return p.spec
 
 
 def _loops(b, fn, graph, d, rank, sizes, bases, strides, offsets, scalars, arrays):

@@ -15,7 +15,7 @@ from tscript_runtime import dtypes as dt
 from ..ir.graph import Graph
 from ..ir.types import TensorType
 from .elementwise import LLVM_TYPES, MEMORY_TYPES, Emitter
-from .kernel import I8P, I64, F64, KernelSpec, _dtype_of, _lower_node
+from .kernel import I64, KernelSpec, _dtype_of, _lower_node, prologue
 
 REDUCE_FLAGS = ("reassoc", "contract", "nsz", "arcp", "afn")
 # reduction op -> (identity, combine name); mean divides the sum by the row length afterwards
@@ -31,29 +31,11 @@ def is_row_scalar(v, rank: int) -> bool:
 def build_row_kernel(graph: Graph, name: str, module: ir.Module) -> KernelSpec:
     """Generate the row kernel of a row group's subgraph as function `name` in `module`."""
     rank = max(v.type.rank for v in graph.inputs if isinstance(v.type, TensorType))
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), I8P.as_pointer(),
-                                                              I64.as_pointer(), F64.as_pointer()]), name)
-    for a in fn.args:
-        a.add_attribute("noalias")
-    sizes_p, ptrs_p, strides_p, scalars_p = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    tensor_inputs = [v for v in graph.inputs if isinstance(v.type, TensorType)]
-    arrays = list(graph.outputs) + tensor_inputs
-    sizes = [b.load(b.gep(sizes_p, [I64(d)])) for d in range(rank)]
-    bases, strides = [], []
-    for k, v in enumerate(arrays):
-        raw = b.load(b.gep(ptrs_p, [I64(k)]))
-        bases.append(b.bitcast(raw, MEMORY_TYPES[_dtype_of(v)].as_pointer()))
-        strides.append([b.load(b.gep(strides_p, [I64(k * rank + d)])) for d in range(rank)])
-    scalars = {}
-    for j, v in enumerate(v for v in graph.inputs if not isinstance(v.type, TensorType)):
-        scalars[v] = Emitter(b).cast(b.load(b.gep(scalars_p, [I64(j)])), dt.float64, _dtype_of(v))
-    spec = KernelSpec(name, rank, [o.type.dtype for o in graph.outputs],
-                      ["tensor" if isinstance(v.type, TensorType) else "scalar" for v in graph.inputs])
-    ctx = _Row(b, fn, graph, rank, sizes, bases, strides, scalars, arrays)
-    ctx.outer(0, [I64(0)] * len(arrays))
-    b.ret_void()
-    return spec
+    p = prologue(graph, name, module, rank)
+    ctx = _Row(p.b, p.fn, graph, rank, p.sizes, p.bases, p.strides, p.scalars, p.arrays)
+    ctx.outer(0, [I64(0)] * len(p.arrays))
+    p.b.ret_void()
+    return p.spec
 
 
 class _Row:

@@ -105,7 +105,10 @@ def _grow(graph: Graph, anchor: Node, block: Block, mutable: set, grouped: set) 
     return [n for n in block.nodes if n in members]
 
 
-def _make_group(graph: Graph, anchor: Node, members: list[Node]) -> Node:
+def _make_group(graph: Graph, anchor: Node, members: list[Node], kind: str = GROUP, copy=None) -> Node:
+    """Replace `members` (in order; `anchor` last) by one `kind` node holding them as a subgraph.
+    Scalar constants move inside; every other outside value becomes a group input. `copy(sub,
+    node, value_map)` puts a member into the subgraph (default: a clone)."""
     sub = Graph()
     value_map: dict = {}
     inputs: list[Value] = []
@@ -116,20 +119,25 @@ def _make_group(graph: Graph, anchor: Node, members: list[Node]) -> Node:
                 continue
             ok, value = constant_value(graph, v)
             if ok and not isinstance(v.type, TensorType):
-                value_map[v] = sub.constant(value)  # scalar constants live inside the group
+                value_map[v] = sub.constant(value)
             else:
                 value_map[v] = sub.add_input(v.type, v.name)
                 inputs.append(v)
-    for n in members:
-        clone_node(n, sub.block, value_map)
+    with sub.inserting_at_end(sub.block):
+        for n in members:
+            (copy or _clone)(sub, n, value_map)
     sub.add_output(value_map[anchor.output])
     with graph.inserting_before(anchor):
-        group = graph.insert(GROUP, inputs, 1, {"subgraph": sub}, [anchor.output.type])
+        group = graph.insert(kind, inputs, 1, {"subgraph": sub}, [anchor.output.type])
     group.source, group.scope = anchor.source, anchor.scope
     anchor.output.replace_all_uses_with(group.output)
     for n in reversed(members):
         n.destroy()
     return group
+
+
+def _clone(sub: Graph, node: Node, value_map: dict) -> None:
+    clone_node(node, sub.block, value_map)
 
 
 # -- row groups: elementwise ops plus reductions over the last dim (one kernel per group) ----------
@@ -248,31 +256,12 @@ def _row_type(t: TensorType) -> TensorType:
 
 
 def _make_row_group(graph: Graph, anchor: Node, members: list[Node]) -> Node:
-    sub = Graph()
-    value_map: dict = {}
-    inputs: list[Value] = []
-    member_set = set(members)
-    for n in members:
-        for v in n.inputs:
-            if v in value_map or (v.node is not None and v.node in member_set):
-                continue
-            ok, value = constant_value(graph, v)
-            if ok and not isinstance(v.type, TensorType):
-                value_map[v] = sub.constant(value)
-            else:
-                value_map[v] = sub.add_input(v.type, v.name)
-                inputs.append(v)
-    with sub.inserting_at_end(sub.block):
-        for n in members:
-            if n.kind in _ROW_COMPOSITES:
-                _decompose_softmax(sub, n, value_map)
-            else:
-                clone_node(n, sub.block, value_map)
-    sub.add_output(value_map[anchor.output])
-    with graph.inserting_before(anchor):
-        group = graph.insert(ROW_GROUP, inputs, 1, {"subgraph": sub}, [anchor.output.type])
-    group.source, group.scope = anchor.source, anchor.scope
-    anchor.output.replace_all_uses_with(group.output)
-    for n in reversed(members):
-        n.destroy()
-    return group
+    return _make_group(graph, anchor, members, ROW_GROUP, _copy_row_member)
+
+
+def _copy_row_member(sub: Graph, node: Node, value_map: dict) -> None:
+    """Row-group members are cloned, softmax/log_softmax decomposed into row reductions."""
+    if node.kind in _ROW_COMPOSITES:
+        _decompose_softmax(sub, node, value_map)
+    else:
+        clone_node(node, sub.block, value_map)
