@@ -67,13 +67,23 @@ def prologue(graph: Graph, name: str, module: ir.Module, rank: int) -> Prologue:
     for k, v in enumerate(arrays):
         raw = b.load(b.gep(ptrs_p, [I64(k)]))
         bases.append(b.bitcast(raw, MEMORY_TYPES[_dtype_of(v)].as_pointer()))
-        strides.append([b.load(b.gep(strides_p, [I64(k * rank + d)])) for d in range(rank)])
+        strides.append([I64(0) if _broadcast_dim(v, d, rank) else b.load(b.gep(strides_p, [I64(k * rank + d)]))
+                        for d in range(rank)])
     scalars = {}
     for j, v in enumerate(v for v in graph.inputs if not isinstance(v.type, TensorType)):
         scalars[v] = Emitter(b).cast(b.load(b.gep(scalars_p, [I64(j)])), dt.float64, _dtype_of(v))
     spec = KernelSpec(name, rank, [o.type.dtype for o in graph.outputs],
                       ["tensor" if isinstance(v.type, TensorType) else "scalar" for v in graph.inputs])
     return Prologue(fn, b, rank, arrays, sizes, bases, strides, scalars, spec)
+
+
+def _broadcast_dim(v: Value, d: int, rank: int) -> bool:
+    """Is dim `d` of the iteration space broadcast for array `v` whatever the run-time shapes (v lacks
+    the dim, or has size 1 there in its static type)? Its stride is then the constant 0, so the
+    vectorizer sees a loop-invariant load instead of an unknown stride (which it only versions for 1)."""
+    shape = v.type.shape or ()
+    pad = rank - len(shape)
+    return d < pad or shape[d - pad] == 1
 
 
 def build_kernel(graph: Graph, name: str, module: ir.Module) -> KernelSpec:

@@ -460,8 +460,12 @@ def _linear_dtype(input, weight, bias=None):
           shape=_linear_shape, dtype=_linear_dtype, method_only=True)
 def linear(input, weight, bias=None):
     """input @ weight.T + bias: nn.Linear's op (one GEMM; the compiler fuses the bias)."""
-    _linear_shape(input, weight, bias)
-    _linear_dtype(input, weight, bias)
+    fast = (input.dtype is weight.dtype and weight.ndim == 2 and input.ndim and input.shape[-1] == weight.shape[1]
+            and (bias is None or bias.dtype is weight.dtype and bias.shape == weight.shape[:1])
+            and weight.dtype.kind == "f")
+    if not fast:  # the rules raise PyTorch's messages for anything out of the ordinary
+        _linear_shape(input, weight, bias)
+        _linear_dtype(input, weight, bias)
     out = np.matmul(input, weight.T)
     if bias is not None:
         out += bias
