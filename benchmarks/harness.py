@@ -1,6 +1,7 @@
-"""Timing harness: variants of one case are timed interleaved (A B A B ...) and reported as
+"""Timing harness: variants of one case are timed interleaved (in a new order every round) and reported as
 medians, because these machines are shared and noisy (see shared/LLVM_NOTES.md)."""
 import os
+import random
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -12,10 +13,6 @@ try:
     import torch
 except ImportError:  # PyTorch is an optional reference, never required
     torch = None
-
-
-# PyTorch's worker threads spin for ~10 ms after an op: without a pause the next variant loses a core.
-PAUSE_AFTER = {"torch": 0.01}
 
 
 @dataclass
@@ -49,10 +46,15 @@ def run_case(case: Case, budget: float = 1.0) -> dict[str, float]:
     first = next(iter(case.variants.values()))
     rounds = _calibrate(first, case.inner, budget / max(len(case.variants), 1))
     samples = {k: [] for k in case.variants}
+    order, shuffle = list(case.variants), random.Random(0).shuffle
     for _ in range(rounds):
-        for k, fn in case.variants.items():
-            samples[k].append(_sample(fn, case.inner))
-            time.sleep(PAUSE_AFTER.get(k, 0))
+        # a new order every round (rotating is not enough: it keeps who follows whom), and an untimed
+        # call before each sample: whatever runs right after PyTorch (its threads still spinning) or
+        # a BLAS call pays for the switch, so no variant may always follow the same one
+        shuffle(order)
+        for k in order:
+            case.variants[k]()
+            samples[k].append(_sample(case.variants[k], case.inner))
     return {k: statistics.median(v) / case.per for k, v in samples.items()}
 
 

@@ -7,7 +7,7 @@ import pytest
 import tscript as ts
 from tscript import nn
 from tscript_runtime.errors import InputError
-from tests.autodiff.helpers import check_model
+from tests.autodiff.helpers import assert_same_run, check_model, clone, compile_twin, run
 
 
 def test_mlp_at_several_batch_sizes():
@@ -111,6 +111,17 @@ def test_scripted_if_differentiates_the_branch_taken_at_run_time(sign):
     x = ts.randn(5, 4).abs()
     check_model(Branchy(), (x * sign,), (-x * sign,), (ts.randn(3, 4).abs(),), script=True,
                 unreached_zero=True, dynamic={0: [0]})
+
+
+def test_dropout_in_train_mode_draws_like_eager_and_differentiates_through_its_mask():
+    ts.manual_seed(9)
+    model = nn.Sequential(nn.Linear(6, 8), nn.Dropout(0.3), nn.Linear(8, 2))
+    compiled, twin, eager = compile_twin(model, (ts.randn(4, 6),))
+    x = ts.randn(4, 6)
+    ts.manual_seed(10)
+    ran = run(compiled, list(twin.parameters()), clone((x,)))
+    ts.manual_seed(10)
+    assert_same_run(ran, run(eager, list(eager.parameters()), clone((x,))))
 
 
 def test_parameters_the_outputs_do_not_reach_get_no_gradient():

@@ -90,19 +90,29 @@ def test_exp_edges():
 
 # -- vectorization -------------------------------------------------------------------------------------
 
+ROWS = ((64, 256), (64, 256))
+# name -> (fn, input shapes)
 KERNELS = {
-    "x*2+1": lambda x, y: x * 2 + 1, "x*y+x": lambda x, y: x * y + x,
-    **{name: (lambda x, y, f=f: f(x)) for name, (f, *_) in FUNCTIONS.items()},
-    "gelu (tanh form)": lambda x, y: 0.5 * x * (1 + (0.7978845608 * (x + 0.044715 * x * x * x)).tanh()),
-    "softmax rows": lambda x, y: x.softmax(-1),
+    "x*2+1": (lambda x, y: x * 2 + 1, ROWS), "x*y+x": (lambda x, y: x * y + x, ROWS),
+    **{name: (lambda x, y, f=f: f(x), ROWS) for name, (f, *_) in FUNCTIONS.items()},
+    "gelu (tanh form)": (lambda x, y: 0.5 * x * (1 + (0.7978845608 * (x + 0.044715 * x * x * x)).tanh()), ROWS),
+    "softmax rows": (lambda x, y: x.softmax(-1), ROWS),
+    "x * row (D,)": (lambda x, w: (x * w).exp(), ((64, 256), (256,))),
+    "x * column (N, 1)": (lambda x, c: (x * c).exp(), ((64, 256), (64, 1))),
+    "softmax(x * column)": (lambda x, c: (x * c).softmax(-1), ((64, 256), (64, 1))),
 }
+# inputs broadcast along the inner dim (static size 1) are read as splats, not through a runtime stride
+SPLAT = {"x * column (N, 1)", "softmax(x * column)"}
 
 
 @pytest.mark.parametrize("name", KERNELS)
 def test_float32_kernels_vectorize(name):
-    cm = compile_native(KERNELS[name], (ts.randn(64, 256), ts.randn(64, 256)))
+    fn, shapes = KERNELS[name]
+    cm = compile_native(fn, tuple(ts.randn(*s) for s in shapes))
     opt = native.optimized_ir(cm.llvm_ir)
     assert "vector.body" in opt
     assert "<16 x float>" in opt or "<8 x float>" in opt
     calls = {c for c in ("expf", "logf", "tanhf", "erff", "powf") if f"@{c}(" in opt}
     assert not calls, f"scalar libm calls {calls} in a float32 kernel"
+    if name in SPLAT:
+        assert "broadcast.splat" in opt

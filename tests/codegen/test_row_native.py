@@ -34,6 +34,9 @@ CASES = {
         x.var(-1, keepdim=True, unbiased=False) + 1e-5).sqrt() * w + r,
     "exp(x - amax).sum": lambda L, x, w, r: (x - x.amax(-1, keepdim=True)).exp().sum(-1, keepdim=True),
     "sigmoid softmax tanh": lambda L, x, w, r: L.softmax(x.sigmoid(), -1).tanh(),
+    "x > mean (bool)": lambda L, x, w, r: x > x.mean(-1, keepdim=True),
+    "var(2x) - mean(x)": lambda L, x, w, r: x.mul(2).var(-1, keepdim=True) - x.mean(-1, keepdim=True),
+    "softmax * sum": lambda L, x, w, r: L.softmax(x, -1) * x.exp().sum(-1, keepdim=True),
 }
 LABELS = list(CASES)
 

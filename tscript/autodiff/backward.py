@@ -27,10 +27,10 @@ from ..frontend.traced_int import TracedFloat, TracedInt
 from ..frontend.tracer import Frame, Recorder
 from ..ir.graph import Block, Graph, Node, Value
 from ..ir.passes.constant_propagation import constant_value
-from ..ir.passes.effects import mutated_values
 from ..ir.types import BOOL, FLOAT, INT, TensorType, tensor_type
 from .branches import backward_if
 from .errors import CompileError, unsupported
+from .examples import stale_values
 from .functions import backward_python_op
 
 
@@ -51,13 +51,15 @@ class Backward:
         self.graph = Graph()
         self.rec = _Recorder()
         self.rec.frames.append(Frame(self.graph))
-        self.saved: list = []        # what the backward reads from the forward, in input order: a value,
-        #                              or (value, dim) for a size
-        self.grads: dict = {}        # forward value -> its gradient (a tensor; a list for a list value)
-        self.anchor: Node | None = None  # the outermost open backward prim::If: graph-level nodes go before it
-        self._inputs: dict = {}      # saved key -> (object, backward graph input)
-        self._local: dict = {}       # forward value -> recomputed tensor (only valid in the open block)
-        self._mutated = mutated_values(forward)
+        #: what the backward reads from the forward, in input order: a value, or (value, dim) for a size
+        self.saved: list = []
+        #: forward value -> its gradient (a tensor; a list for a list value)
+        self.grads: dict = {}
+        #: the outermost open backward prim::If: nodes of the graph's top level go before it
+        self.anchor: Node | None = None
+        self._inputs: dict = {}   # saved key -> (object, backward graph input)
+        self._local: dict = {}    # forward value -> recomputed tensor (only valid in the open block)
+        self._stale = stale_values(forward)
 
     # -- the walk ---------------------------------------------------------------------------------------
     def record(self, outputs: list[Value], wrt: list[Value]) -> None:
@@ -148,7 +150,7 @@ class Backward:
         if hit is not None:
             return hit
         v, dim = key if isinstance(key, tuple) else (key, None)
-        if v in self._mutated:
+        if v in self._stale:
             raise unsupported(v.node, f"%{v.name} is needed by the backward but changed in place later")
         if v not in self.env:
             raise unsupported(v.node, f"%{v.name} has no example value")

@@ -4,25 +4,36 @@ running the derivative formulas on them (see `tscript.autodiff`).
 Each block runs as a graph of its own in the array domain (its free values as inputs, everything it
 defines as outputs). Both branches of a prim::If are run, so the backward of either can be recorded;
 a branch that fails on the example (it was not taken for a reason) simply gets no values.
+
+Values are taken at the end of a run, so a value whose memory an in-place op writes later holds
+something else by then: `stale_values` names those (they can be neither saved nor recomputed).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from tscript_runtime.executor import ArrayDomain, Program
+from tscript_runtime.ops import OPS
+from tscript_runtime.ops.random import default_generator
 
 from ..frontend.modules import ModuleView
 from ..ir.graph import Block, Graph, Value, clone_block_into
+from ..ir.passes.effects import alias_groups, writes_memory
 from ..ir.passes.inline import inline_calls
 from ..ir.serialize import graph_to_json
 from .errors import unsupported
 
 
 def example_values(graph: Graph, inputs: list) -> dict[Value, object]:
-    """Every value of `graph` (in If blocks too) on `inputs`; the inputs are not modified (a module
-    input is read through a copying view, so running stats are not updated)."""
+    """Every value of `graph` (in If blocks too) on `inputs`. Nothing changes: the inputs are not
+    modified (a module is read through a copying view, so running stats are not updated) and the
+    default random generator is where it was (compiling does not shift the random stream)."""
     env = {v: _snapshot(x) for v, x in zip(graph.inputs, inputs)}
-    _evaluate(graph, graph.block, list(graph.inputs), env)
+    state = default_generator.get_state()
+    try:
+        _evaluate(graph, graph.block, list(graph.inputs), env)
+    finally:
+        default_generator.set_state(state)
     return env
 
 
@@ -52,6 +63,31 @@ def _evaluate_branch(graph: Graph, block: Block, env: dict) -> None:
         _evaluate(graph, block, free_values(block), env)
     except Exception:  # noqa: BLE001 - a branch not taken may well fail on these inputs
         pass
+
+
+def stale_values(graph: Graph) -> set[Value]:
+    """Values whose memory an in-place op writes after they are defined: at the end of a run (when
+    example values are taken and saved values returned) they no longer hold what they held."""
+    order: dict = {}
+    _number(graph.block, order)
+    group = alias_groups(graph)
+    writes: dict = {}  # alias group -> position of its last write
+    for node in order:
+        if writes_memory(node):
+            target = group(node.inputs[OPS[node.kind].mutates])
+            writes[target] = max(writes.get(target, -1), order[node])
+    if not writes:
+        return set()
+    values = [*graph.inputs, *(v for node in order for v in [*node.outputs, *(p for b in node.blocks for p in b.params)])]
+    return {v for v in values if writes.get(group(v), -1) > (order[v.node] if v.node is not None else -1)}
+
+
+def _number(block: Block, order: dict) -> None:
+    """Nodes in program order (a node, then the nodes of its blocks)."""
+    for node in block.nodes:
+        order[node] = len(order)
+        for b in node.blocks:
+            _number(b, order)
 
 
 def free_values(block: Block) -> list[Value]:

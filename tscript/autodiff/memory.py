@@ -13,8 +13,9 @@ import numpy as np
 
 from ..ir.graph import Graph, Value
 from ..ir.passes.constant_propagation import constant_value
-from ..ir.passes.effects import is_random, mutated_values
+from ..ir.passes.effects import is_random
 from ..ir.types import TensorType
+from .examples import stale_values
 
 SMALL_RATIO = 8
 MAX_DEPTH = 8
@@ -34,7 +35,7 @@ class _Chooser:
     def __init__(self, forward: Graph, saved: set, env: dict):
         from ..codegen.elementwise import LOWERINGS  # what codegen fuses is what is cheap
         self.forward, self.saved, self.env, self.elementwise = forward, saved, env, LOWERINGS
-        self.mutated = mutated_values(forward)
+        self.stale = stale_values(forward)
         self.memo: dict[Value, bool] = {}
 
     def cheap(self, v: Value, depth: int) -> bool:
@@ -42,7 +43,7 @@ class _Chooser:
         if v not in self.memo:
             node = v.node
             self.memo[v] = (node is not None and node.owner is self.forward.block and node.kind in self.elementwise
-                            and len(node.outputs) == 1 and v not in self.mutated and not is_random(node)
+                            and len(node.outputs) == 1 and v not in self.stale and not is_random(node)
                             and depth <= MAX_DEPTH and all(self.available(u, v, depth + 1) for u in node.inputs))
         return self.memo[v]
 
@@ -52,7 +53,7 @@ class _Chooser:
             return True
         if u.node is None:
             return u.block is self.forward.block
-        if u.node.owner is not self.forward.block or u in self.mutated:
+        if u.node.owner is not self.forward.block or u in self.stale:
             return False
         return not isinstance(u.type, TensorType) or self._small(u, reader) or self.cheap(u, depth)
 

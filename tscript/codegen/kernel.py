@@ -81,7 +81,9 @@ def _broadcast_dim(v: Value, d: int, rank: int) -> bool:
     """Is dim `d` of the iteration space broadcast for array `v` whatever the run-time shapes (v lacks
     the dim, or has size 1 there in its static type)? Its stride is then the constant 0, so the
     vectorizer sees a loop-invariant load instead of an unknown stride (which it only versions for 1)."""
-    shape = v.type.shape or ()
+    shape = v.type.shape
+    if shape is None:
+        return False
     pad = rank - len(shape)
     return d < pad or shape[d - pad] == 1
 

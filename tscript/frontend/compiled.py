@@ -2,6 +2,8 @@
 (SPEC §5). The optimized graph runs in the one executor with native kernels for its fusion groups."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from tscript_runtime.errors import InputError
@@ -10,13 +12,16 @@ from tscript_runtime.executor import ArrayDomain, Program
 from .._tensor import Tensor
 from ..autograd.graph import FREED_MESSAGE, Node, edge
 from ..ir.graph import Graph
-from ..autograd.grad_mode import enable_grad, is_grad_enabled as grad_enabled
+from ..autograd.grad_mode import is_grad_enabled as grad_enabled
 from ..ir.passes.inline import inline_calls
 from ..ir.passes.pipeline import PIPELINE, run_pipeline, run_stages
 from ..ir.passes.shape_propagation import mark_dynamic
 from ..ir.serialize import graph_to_json
 from ..ir.types import TensorType, tensor_type
 from .modules import ScriptFunction, ScriptModule, _attr_tree, to_arrays, to_tensors
+
+if TYPE_CHECKING:
+    from ..autodiff import Differentiated
 
 
 def optimize_for_codegen(graph: Graph, dynamic: dict | None) -> Graph:
@@ -94,7 +99,7 @@ def compile(obj, example_inputs=None, backward: bool = False, dynamic: dict | No
     return CompiledModel(graph, module, dynamic)
 
 
-def _compile_training(obj, module, example_inputs, dynamic) -> CompiledTrainingModel:
+def _compile_training(obj, module, example_inputs, dynamic) -> "CompiledTrainingModel":
     """Forward and backward graphs (symbolic autodiff), each optimized, fused and compiled."""
     from ..autodiff import differentiate
     graph, wrt, examples, lifted, float_inputs = training_graph(obj, module, example_inputs, dynamic)
@@ -172,15 +177,15 @@ class CompiledTrainingModel(CompiledModel):
     a saved model stores); each call runs a variant computing only those required (compiled on first
     use), and a call that needs no gradient runs a forward that saves nothing."""
 
-    def __init__(self, d, module, lifted: list, float_inputs: list, dynamic):
-        super().__init__(optimize_for_codegen(d.forward, None), module, dynamic)
+    def __init__(self, d: "Differentiated", module, lifted: list, float_inputs: list, dynamic):
+        super().__init__(optimize_for_codegen(d.forward.copy(), None), module, dynamic)
         self.lifted = lifted
-        self.float_inputs = float_inputs    # indices of the inputs that get gradients (after the parameters)
+        self.float_inputs = float_inputs  # indices of the float tensor inputs: gradients after the parameters'
         self.n_saved = len(d.saved)
-        self.n_outputs = len(d.outputs)     # gradient inputs of the backward (tensor outputs, flattened)
+        self.n_outputs = len(d.outputs)   # gradient inputs of the backward (tensor outputs, flattened)
+        self.reached = d.reached          # per parameter / float input: do the outputs depend on it?
         self._inputs = self._inputs[:len(self._inputs) - len(lifted)]
         self._differentiated = d
-        self.reached = d.reached                # per parameter / float input: do the outputs depend on it?
         self._variants: dict = {}
         full = self._variant((True,) * (len(lifted) + len(float_inputs)))
         self.backward_graph, self.backward_native = full.graph, full.native
