@@ -40,10 +40,10 @@ def test_lstm_unrolled_by_the_trace():
     check_model(Tagger(), (ts.randn(3, 4, 5),), (ts.randn(2, 4, 5),), dynamic={0: [0]})
 
 
-def test_transformer_encoder_layer_in_eval_mode():
+def test_transformer_encoder_layer_in_eval_mode_at_several_batch_sizes_and_lengths():
     ts.manual_seed(3)
     layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True).eval()
-    check_model(layer, (ts.randn(2, 5, 8),))
+    check_model(layer, (ts.randn(2, 5, 8),), (ts.randn(3, 7, 8),), dynamic={0: [0, 1]})
 
 
 class TwoHeads(nn.Module):

@@ -29,14 +29,14 @@ def backward_if(bw, node: Node) -> None:
     bif = bw.graph.insert("prim::If", [bw.saved_input(node.inputs[0])[1]], 0)
     bif.source = node.source
     branches = [_branch(bw, node, fblock, bif.add_block(), incoming) for fblock in node.blocks]
-    reached = list(dict.fromkeys(u for grads in branches for u in grads))
+    outer = list(dict.fromkeys(u for grads in branches for u in grads))  # gradients either branch changes
     for fblock, bblock, grads in zip(node.blocks, bif.blocks, branches):
         with bw.scoped(bblock):
-            for u in reached:
+            for u in outer:
                 bblock.add_return(_branch_grad(bw, u, grads, incoming, _available(bw, fblock)))
     taken = branches[0 if bw.env[node.inputs[0]] else 1]
     bw.grads = incoming
-    for u in reached:
+    for u in outer:
         out = bif.add_output(tensor_type(bw.env[u].dtype, (None,) * bw.env[u].ndim))
         example = taken[u][0] if u in taken else incoming.get(u)
         g = _make(example._data.copy()) if example is not None else _make(bw.env[u] * 0)
