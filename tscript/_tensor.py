@@ -222,6 +222,24 @@ class Tensor:
     def __hash__(self) -> int:
         return id(self)
 
+    def __deepcopy__(self, memo):
+        """A copy with its own data and autograd identity (leaves only, as in PyTorch); the copy
+        never shares the original's gradient accumulator."""
+        import copy
+        if self.grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                               "protocol at the moment.")
+        new = object.__new__(type(self))
+        memo[id(self)] = new
+        new._data, new._vc = self._data.copy(), [0]
+        skip = {"_data", "_vc", "_base", "_accumulator", "grad", "_hooks"}
+        for key, value in self.__dict__.items():
+            if key not in skip:
+                setattr(new, key, copy.deepcopy(value, memo))
+        if self.grad is not None:
+            new.grad = copy.deepcopy(self.grad, memo)
+        return new
+
     def __repr__(self) -> str:
         from ._format import tensor_repr
         return tensor_repr(self)
