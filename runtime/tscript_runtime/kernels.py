@@ -41,11 +41,13 @@ class LaunchSpec:
     input_dtypes: tuple    # numpy dtypes of the tensor inputs
     output_dtypes: tuple   # numpy dtypes of the outputs
     out_row: bool = False  # row kernels: one output value per row
+    row: bool = False      # a row kernel (reduces the last dim); absent in older files
 
     def to_json(self) -> dict:
         return {"name": self.name, "rank": self.rank, "inputs": list(self.inputs),
                 "input_dtypes": [dt.NAMES[d] for d in self.input_dtypes],
-                "output_dtypes": [dt.NAMES[d] for d in self.output_dtypes], "out_row": self.out_row}
+                "output_dtypes": [dt.NAMES[d] for d in self.output_dtypes], "out_row": self.out_row,
+                "row": self.row}
 
     @classmethod
     def from_json(cls, data) -> "LaunchSpec":
@@ -64,12 +66,15 @@ class LaunchSpec:
             raise ModelError(f"kernel '{name}': needs one input dtype per tensor input and at least one output")
         if not isinstance(data.get("out_row"), bool):
             raise ModelError(f"kernel '{name}': out_row must be true or false, got {data.get('out_row')!r}")
-        return cls(name, rank, tuple(inputs), ins, outs, data["out_row"])
+        row = data.get("row", False)
+        if not isinstance(row, bool):
+            raise ModelError(f"kernel '{name}': row must be true or false, got {row!r}")
+        return cls(name, rank, tuple(inputs), ins, outs, data["out_row"], row)
 
     def launcher(self, address: int) -> "FusedKernel":
         """The launcher of this kernel, compiled at `address`."""
         return FusedKernel(address, self.rank, list(self.inputs), list(self.output_dtypes), self.out_row,
-                           list(self.input_dtypes), self.name)
+                           list(self.input_dtypes), self.name, self.row)
 
 
 def _dtypes(name: str, data: dict, key: str) -> tuple:
@@ -80,16 +85,30 @@ def _dtypes(name: str, data: dict, key: str) -> tuple:
 
 
 class _Plan:
-    __slots__ = ("out_shape", "sizes", "strides")
+    __slots__ = ("out_shape", "sizes", "strides", "halves", "offsets")
+
+
+SPLIT_MIN = 1 << 18  # elements: below this, handing half the work to another thread costs more than it saves
+_pool = None
+
+
+def _worker():
+    """The one extra thread large kernels use (these machines have 2 cores)."""
+    global _pool
+    if _pool is None:
+        from concurrent.futures import ThreadPoolExecutor
+        _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tscript-kernel")
+    return _pool
 
 
 class FusedKernel:
     """A compiled fusion group: call it with the group's inputs (arrays and Python scalars)."""
 
     def __init__(self, address: int, rank: int, inputs: list, out_dtypes: list, out_row: bool = False,
-                 in_dtypes: list | None = None, name: str = "fused kernel"):
+                 in_dtypes: list | None = None, name: str = "fused kernel", row: bool = False):
         self.fn = _SIG(address)
         self.name = name
+        self.splittable = rank >= (2 if row else 1)  # dim 0 is never reduced: two threads may share it
         self.out_row = out_row  # row kernels may output one value per row (last dim of size 1)
         self.rank, self.kinds = rank, inputs
         self.out_dtypes = [np.dtype(d) for d in out_dtypes]
@@ -116,8 +135,25 @@ class FusedKernel:
         if self.n_scalars:
             for j, x in enumerate(a for a, k in zip(args, self.kinds) if k == "scalar"):
                 scalars[j] = float(x)
-        self.fn(plan.sizes, ptrs, plan.strides, scalars)
+        if plan.halves is None:
+            self.fn(plan.sizes, ptrs, plan.strides, scalars)
+        else:
+            self._run_halves(plan, ptrs, scalars)
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _run_halves(self, plan, ptrs, scalars) -> None:
+        """The two halves of dim 0 at once: the second on the worker thread (ctypes drops the GIL)."""
+        local = self._local
+        try:
+            second = local.second
+        except AttributeError:
+            second = local.second = (ctypes.c_void_p * self.n_ptrs)()
+        for i, off in enumerate(plan.offsets):
+            second[i] = ptrs[i] + off
+        first_sizes, second_sizes = plan.halves
+        done = _worker().submit(self.fn, second_sizes, second, plan.strides, scalars)
+        self.fn(first_sizes, ptrs, plan.strides, scalars)
+        done.result()
 
     def _output(self, shape: tuple, dtype) -> np.ndarray:
         """An output array: this thread's previous one for the same shape when nothing else holds it
@@ -167,6 +203,12 @@ class FusedKernel:
             arrays_strides.append(_strides(a.shape, a.strides, a.itemsize, iteration))
         plan.sizes = self._sizes_t(*iteration)
         plan.strides = self._strides_t(*[s for st in arrays_strides for s in st])
+        plan.halves = plan.offsets = None
+        if self.splittable and iteration and iteration[0] >= 2 and int(np.prod(iteration)) >= SPLIT_MIN:
+            cut = iteration[0] // 2
+            plan.halves = (self._sizes_t(cut, *iteration[1:]), self._sizes_t(iteration[0] - cut, *iteration[1:]))
+            items = [d.itemsize for d in self.out_dtypes] + [a.itemsize for a in tensors]
+            plan.offsets = [cut * st[0] * size for st, size in zip(arrays_strides, items)]
         return plan
 
     def _broadcast(self, shapes: list) -> tuple:

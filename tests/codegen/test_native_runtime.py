@@ -37,8 +37,23 @@ def test_launch_specs_describe_every_kernel(compiled):
     (spec,) = compiled.native.launch_specs()
     assert spec == LaunchSpec("k_fusion_0", 2, ("tensor", "tensor"), (dt.float32, dt.float32), (dt.float32,), False)
     assert spec.to_json() == {"name": "k_fusion_0", "rank": 2, "inputs": ["tensor", "tensor"],
-                              "input_dtypes": ["float32", "float32"], "output_dtypes": ["float32"], "out_row": False}
+                              "input_dtypes": ["float32", "float32"], "output_dtypes": ["float32"], "out_row": False,
+                              "row": False}
     assert LaunchSpec.from_json(spec.to_json()) == spec
+
+
+@pytest.mark.parametrize("fn, shape", [
+    (lambda x: (x * 0.5).tanh() + 1, (1 << 19,)),                     # elementwise, rank 1: split
+    (lambda x: x.softmax(-1) * 2, (600, 1024)),                        # row kernel, rank 2: rows split
+    (lambda x: (x - x.mean(-1, keepdim=True)).exp(), (1 << 19,)),      # row kernel, rank 1: never split
+    (lambda x: x.sum(-1, keepdim=True) + 1, (1023, 513)),             # one value per row, odd row count
+])
+def test_large_kernels_split_over_two_threads_give_the_same_result(fn, shape):
+    from tscript_runtime import kernels
+    x = ts.tensor(rows(5, *shape))
+    cm = ts.jit.compile(fn, x)
+    assert int(np.prod(shape)) >= kernels.SPLIT_MIN
+    assert_close(cm(x), fn(x), rtol=1e-5, atol=1e-5)
 
 
 def test_row_kernels_record_one_value_per_row():

@@ -102,7 +102,8 @@ def test_the_manifest_describes_target_and_kernels(saved):
     kernels = entry["native"]["kernels"]
     assert [k["name"] for k in kernels] == list(compiled.native.specs) and len(kernels) == 2
     assert kernels[0] == {"name": "k_fusion_0", "rank": 2, "inputs": ["tensor"] * 3,
-                          "input_dtypes": ["float32"] * 3, "output_dtypes": ["float32"], "out_row": False}
+                          "input_dtypes": ["float32"] * 3, "output_dtypes": ["float32"], "out_row": False,
+                          "row": True}
     assert entry["inputs"] == [{"name": "input", "type": "tensor", "dtype": "float32", "shape": ["batch", 16]}]
     assert entry["outputs"] == [{"type": "tensor", "dtype": "float32", "shape": ["batch", 10]}]
     graph = json.loads(zipfile.ZipFile(tmp / "mlp.tsm").read("forward.graph.json"))

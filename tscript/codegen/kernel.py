@@ -29,6 +29,7 @@ class KernelSpec:
     out_dtypes: list            # numpy dtypes of the outputs
     inputs: list                # per subgraph input: "tensor" or "scalar"
     out_row: bool = False       # row kernels: one output value per row
+    row: bool = False           # a row kernel (reduces the last dim)
 
 
 def _dtype_of(v: Value):

@@ -30,7 +30,7 @@ class NativeCode:
     def launch_specs(self) -> list[LaunchSpec]:
         """What a saved model stores about each kernel (see tscript_runtime.kernels)."""
         return [LaunchSpec(name, s.rank, tuple(s.inputs), tuple(self.input_dtypes[name]), tuple(s.out_dtypes),
-                           s.out_row) for name, s in self.specs.items()]
+                           s.out_row, s.row) for name, s in self.specs.items()]
 
     def link(self, obj: bytes | None = None) -> "NativeCode":
         """Load object code (compiled now, or from the cache, unless given) and make launchers."""
@@ -58,6 +58,7 @@ def generate(graph: Graph, prefix: str = "k") -> NativeCode:
             else:
                 specs[name] = build_row_kernel(sub, name, module)
                 specs[name].out_row = is_row_scalar(sub.outputs[0], specs[name].rank)
+                specs[name].row = True
             input_dtypes[name] = [v.type.dtype for v in sub.inputs if isinstance(v.type, TensorType)]
             node.attrs["kernel"] = name
     return NativeCode(str(module), specs, input_dtypes)
