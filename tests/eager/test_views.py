@@ -134,3 +134,10 @@ def test_to_returns_self_when_nothing_changes():
     assert t.type_as(ts.tensor([1])).dtype == ts.int64
     with pytest.raises(RuntimeError, match="CPU only"):
         t.to("cuda")
+
+
+def test_contiguous_keeps_zero_dim_tensors_zero_dim():
+    """numpy's ascontiguousarray would make them 1-D (found by the pass property test)."""
+    x = ts.tensor(2.5)
+    assert x.contiguous().shape == () and x.contiguous().item() == 2.5
+    assert ts.ones(3, 4).t().contiguous().is_contiguous()

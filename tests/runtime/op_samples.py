@@ -38,7 +38,7 @@ SAMPLES = {
     "aten::narrow": [(F, 1, 1, 2), (F, 0, -2, 2)], "aten::select": [(F3, 1, -1)],
     "aten::slice": [(F, 1, 1, None, 2), (F, 0, -2)], "aten::unbind": [(F3, 1)],
     "aten::split": [(F, 2, 1), (F, [1, 2])], "aten::chunk": [(F, 3, 1)],
-    "aten::contiguous": [(F.T,)], "aten::clone": [(F,)], "aten::to": [(F, np.dtype(np.float64)), (I, None)],
+    "aten::contiguous": [(F.T,), (np.float32(2.5) * np.ones((), np.float32),)], "aten::clone": [(F,)], "aten::to": [(F, np.dtype(np.float64)), (I, None)],
     "aten::repeat": [(ROW, (2, 2))], "aten::flip": [(F, (0,))], "aten::tril": [(F, 1)], "aten::triu": [(I, -1)],
     "aten::detach": [(F,)],
     "aten::linear": [(F, F[:3] * 0.5, ROW[:3]), (F3, F[:2]), (ROW, F, None)],

@@ -273,7 +273,8 @@ def chunk(self, chunks, dim=0):
 
 @register("aten::contiguous(Tensor(a) self) -> Tensor(a)", shape=same_shape, method_only=True, dtype=same_dtype)
 def contiguous(self):
-    return np.ascontiguousarray(self)
+    # not np.ascontiguousarray: it turns a 0-dim array into shape (1,)
+    return self if self.flags.c_contiguous else self.copy(order="C")
 
 
 @register("aten::clone(Tensor self) -> Tensor", shape=same_shape, dtype=same_dtype)
