@@ -1,4 +1,5 @@
-"""`tscript.save` / `tscript.load`: tensors and nested containers in a pickle-free file.
+"""`tscript.save` / `tscript.load`: tensors and nested containers in a file that loads without
+running code.
 
 What can be saved: tensors, `dict` / `OrderedDict` (keys: str, int, float, bool or None), `list`,
 `tuple` (named tuples and `Size` load as plain tuples) and the scalars int, float, bool, str and

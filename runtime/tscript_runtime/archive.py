@@ -145,8 +145,8 @@ def _read_manifest(zf: zipfile.ZipFile, name: str, fmt: str, versions) -> dict:
     try:
         manifest = json.loads(zf.read(MANIFEST))
     except KeyError:
-        raise ModelError(f"{name}: the archive has no {MANIFEST} (not written by tscript; PyTorch's "
-                         f"pickle-based files cannot be read)") from None
+        raise ModelError(f"{name}: the archive has no {MANIFEST} (not written by tscript; PyTorch's own "
+                         f"files, which run code when loaded, cannot be read)") from None
     except (ValueError, RecursionError) as e:
         raise ModelError(f"{name}: {MANIFEST} is not valid JSON ({e})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != fmt:
@@ -197,7 +197,7 @@ def read_array(data: bytes, where: str) -> np.ndarray:
     try:
         array = np.load(io.BytesIO(data), allow_pickle=False)
     except ValueError as e:
-        if "pickle" in str(e).lower() or "object" in str(e).lower():
+        if "object" in str(e).lower():  # numpy: "Object arrays cannot be loaded when allow_pickle=False"
             raise ModelError(f"{where}: refusing to load pickled data ({e})") from None
         raise ModelError(f"{where}: not a valid .npy array ({e})") from None
     except (OSError, EOFError) as e:
