@@ -46,6 +46,7 @@ with a warning. "dynamic" records the compile option for `tscript.jit.load`.
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from dataclasses import dataclass, field
 
@@ -56,6 +57,7 @@ from . import native
 from .archive import Archive, read_archive
 from .errors import InputError, ModelError
 from .executor import ArrayDomain, Program
+from .graph_entry import GraphEntry, try_layout
 from .graph_format import check_graph
 from .kernels import LaunchSpec
 from .ops import OPS
@@ -66,6 +68,7 @@ FORMAT, VERSION = "tscript-model", 1
 CONTROL_FLOW = ("prim::If", "prim::Loop")
 PARAM_KINDS = ("parameter", "buffer")
 GROUPS = ("tscript::FusionGroup", "tscript::RowGroup")  # nodes that run a native kernel
+_SYMBOL = re.compile(r"[A-Za-z_]\w*\Z")
 
 
 @dataclass
@@ -76,6 +79,7 @@ class NativeCode:
     object: bytes | None        #: object code for `target` (checked likewise), if stored
     kernels: tuple              #: LaunchSpec of every kernel
     dynamic: list = field(default_factory=list)  #: [[input index, [dims]], ...] given to compile
+    entry: str | None = None    #: the whole-graph entry function (graph_entry.py), if the graph has one
 
 
 @dataclass
@@ -284,7 +288,10 @@ def _read_native(archive: Archive, data, where: str, graph: dict) -> NativeCode 
     except ModelError as e:
         raise archive.error(f"{where}: {e}") from None
     _check_kernels(archive, where, graph, kernels)
-    return NativeCode(target, ll, obj, kernels, _dynamic(archive, data.get("dynamic", []), where))
+    entry = data.get("entry")
+    if entry is not None and (not isinstance(entry, str) or not _SYMBOL.match(entry)):
+        raise archive.error(f"{where}: 'entry' must be a function name, got {entry!r}")
+    return NativeCode(target, ll, obj, kernels, _dynamic(archive, data.get("dynamic", []), where), entry)
 
 
 def _check_kernels(archive: Archive, where: str, graph: dict, kernels: tuple) -> None:
@@ -349,7 +356,8 @@ class Model:
     def _program(self, entry: EntryPoint) -> Program:
         launchers = {}
         if entry.native is not None:
-            state = self.native[entry.name] = link_native(entry.native, f"{self.source}: entry point '{entry.name}'")
+            state = self.native[entry.name] = link_native(entry.native, f"{self.source}: entry point '{entry.name}'",
+                                                          entry.graph, entry.constants)
             launchers = state.launchers
         try:
             return Program(entry.graph, ArrayDomain(entry.constants, launchers))
@@ -378,7 +386,10 @@ class Model:
         args = entry.signature.check(inputs)
         if entry.takes_self:
             args.insert(0, self._tree)
-        values = self._programs[name].run(args)
+        state = self.native.get(name)
+        values = state.graph_entry.run(args) if state is not None and state.graph_entry is not None else None
+        if values is None:
+            values = self._programs[name].run(args)
         return [_output(spec, v) for spec, v in zip(entry.signature.outputs, values)]
 
     def run_with_grad(self, *inputs, grad_outputs=None):
@@ -418,38 +429,44 @@ class NativeState:
     reason: str = ""    #: why native code is not used (mode "reference")
     launchers: dict = field(default_factory=dict)  #: kernel name -> launcher
     library: object = None  #: the linked code, kept alive as long as the model
+    graph_entry: GraphEntry | None = None  #: the whole-graph entry (one native call per run), if any
 
     def describe(self) -> str:
         """One line for people: target, kernel count and how the code runs here."""
         t, n = self.code.target, len(self.code.kernels)
         features = sum(f.startswith("+") for f in t["cpu_features"].split(","))
         head = f"{n} kernel{'s' * (n != 1)} for {t['target_triple']}, CPU {t['cpu']} ({features} features)"
-        if not n:
+        if not n and not self.code.entry:
             return f"{head}; nothing to link"
+        whole = "; whole graph in one native call" if self.graph_entry is not None else ""
         if self.mode == "object":
-            return f"{head}; running the stored object code"
+            return f"{head}; running the stored object code{whole}"
         if self.mode == "recompiled":
-            return f"{head}; recompiled from the LLVM IR for this CPU ({native.host()['cpu']})"
+            return f"{head}; recompiled from the LLVM IR for this CPU ({native.host()['cpu']}){whole}"
         return f"{head}; not usable here ({self.reason}): fusion groups run on the reference kernels"
 
 
-def link_native(code: NativeCode, where: str) -> NativeState:
+def link_native(code: NativeCode, where: str, graph: dict, constants: dict) -> NativeState:
     """Link an entry point's kernels into this process: the stored object code when it was built for
     exactly this host, else the IR compiled for this CPU. When neither works, a warning and a state
-    without launchers (the executor then interprets the fusion groups' subgraphs)."""
-    if not code.kernels:
+    without launchers (the executor then interprets the fusion groups' subgraphs). The whole-graph
+    entry is used when the layout this runtime derives from the graph is the one it was built for."""
+    if not code.kernels and not code.entry:
         return NativeState(code, "object")
+    layout = try_layout(graph, {k.name: k for k in code.kernels}) if code.entry else None
+    entry = code.entry if layout is not None and code.entry.endswith("_entry_" + layout.fingerprint()) else None
     try:
         obj, mode = _host_object(code)
         externals = native.declared_externals(code.ll) | (native.object_externals(obj) or set())
-        library = native.NativeLibrary(obj, [k.name for k in code.kernels], externals)
+        library = native.NativeLibrary(obj, [k.name for k in code.kernels] + ([entry] if entry else []), externals)
         launchers = {k.name: k.launcher(library.address(k.name)) for k in code.kernels}
+        runner = GraphEntry(layout, library.address(entry), launchers, constants) if entry else None
     except Exception as e:  # no llvmlite, no BLAS, an LLVM error: the reference kernels still give the answer
         reason = _reason(e)
         warnings.warn(f"{where}: native code cannot be used here ({reason}); its fusion groups run on the "
                       f"reference kernels instead", RuntimeWarning, stacklevel=2)
         return NativeState(code, "reference", reason)
-    return NativeState(code, mode, "", launchers, library)
+    return NativeState(code, mode, "", launchers, library, runner)
 
 
 def _host_object(code: NativeCode) -> tuple[bytes, str]:

@@ -444,7 +444,8 @@ def test_tsrt_info_shows_the_native_target_and_kernels(saved, capsys):
     host = native.host()
     features = host["features"].count("+")
     assert out.splitlines()[-2:] == ["native code:", f"  forward: 2 kernels for {host['triple']}, CPU {host['cpu']} "
-                                     f"({features} features); running the stored object code"]
+                                     f"({features} features); running the stored object code; "
+                                     f"whole graph in one native call"]
 
 
 def test_tsrt_info_shows_a_rebuild_for_this_cpu(saved, tmp_path, monkeypatch, capsys):
@@ -460,4 +461,4 @@ def test_tsrt_bench_reports_latency_and_native_code(saved, capsys):
     assert tsrt(["bench", str(saved[0] / "mlp.tsm"), "--runs", "5"]) == 0
     first, second = capsys.readouterr().out.splitlines()
     assert "mlp.tsm forward: 5 runs, median " in first
-    assert second.startswith("native code: 2 kernels for ") and second.endswith("running the stored object code")
+    assert second.startswith("native code: 2 kernels for ") and second.endswith("running the stored object code; whole graph in one native call")

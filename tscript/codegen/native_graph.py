@@ -7,11 +7,14 @@ from dataclasses import dataclass, field
 from llvmlite import ir
 
 from tscript_runtime import native
+from tscript_runtime.graph_entry import EntryLayout, GraphEntry, try_layout
 from tscript_runtime.kernels import LaunchSpec
 
 from ..ir.graph import Graph
 from ..ir.passes.fuse import GROUP, ROW_GROUP
+from ..ir.serialize import graph_to_json
 from ..ir.types import TensorType
+from .graph_entry import build_entry
 from .kernel import KernelSpec, build_kernel
 from .row_kernel import build_row_kernel, is_row_scalar
 
@@ -26,6 +29,15 @@ class NativeCode:
     launchers: dict = field(default_factory=dict)
     library: object = None
     object: bytes | None = None
+    layout: EntryLayout | None = None   # the whole-graph entry's layout, when every node lowers
+    entry: str | None = None            # ... and its function's name
+
+    def graph_entry(self, constants: dict, reader=None) -> GraphEntry | None:
+        """The runner of the linked whole-graph entry (None without one); `reader` reads the
+        parameters (see GraphEntry)."""
+        if self.entry is None or self.library is None:
+            return None
+        return GraphEntry(self.layout, self.library.address(self.entry), self.launchers, constants, reader)
 
     def launch_specs(self) -> list[LaunchSpec]:
         """What a saved model stores about each kernel (see tscript_runtime.kernels)."""
@@ -34,10 +46,11 @@ class NativeCode:
 
     def link(self, obj: bytes | None = None) -> "NativeCode":
         """Load object code (compiled now, or from the cache, unless given) and make launchers."""
-        if not self.specs:
+        if not self.specs and not self.entry:
             return self
         obj = obj if obj is not None else native.compile_cached(self.ll)
-        self.library = native.NativeLibrary(obj, list(self.specs), native.declared_externals(self.ll))
+        exports = list(self.specs) + ([self.entry] if self.entry else [])
+        self.library = native.NativeLibrary(obj, exports, native.declared_externals(self.ll))
         self.launchers = {s.name: s.launcher(self.library.address(s.name)) for s in self.launch_specs()}
         self.object = obj
         return self
@@ -61,4 +74,11 @@ def generate(graph: Graph, prefix: str = "k") -> NativeCode:
                 specs[name].row = True
             input_dtypes[name] = [v.type.dtype for v in sub.inputs if isinstance(v.type, TensorType)]
             node.attrs["kernel"] = name
-    return NativeCode(str(module), specs, input_dtypes)
+    code = NativeCode("", specs, input_dtypes)
+    if native.blas_library() is not None:
+        code.layout = try_layout(graph_to_json(graph), {s.name: s for s in code.launch_specs()})
+    if code.layout is not None:
+        code.entry = code.layout.symbol(prefix)
+        build_entry(module, code.layout, code.entry)
+    code.ll = str(module)
+    return code

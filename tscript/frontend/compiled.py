@@ -18,7 +18,7 @@ from ..ir.passes.pipeline import PIPELINE, run_pipeline, run_stages
 from ..ir.passes.shape_propagation import mark_dynamic
 from ..ir.serialize import graph_to_json
 from ..ir.types import TensorType, tensor_type
-from .modules import ScriptFunction, ScriptModule, _attr_tree, to_arrays, to_tensors
+from .modules import ScriptFunction, ScriptModule, ParameterReader, _attr_tree, to_arrays, to_tensors
 
 if TYPE_CHECKING:
     from ..autodiff import Differentiated
@@ -43,6 +43,9 @@ class CompiledModel:
         self.name = name
         self.native = generate(graph).link()
         self._program = Program(graph_to_json(graph), ArrayDomain(graph.constants, self.native.launchers))
+        self._entry = self.native.graph_entry(graph.constants, ParameterReader)
+        self._tree = [_attr_tree(module)] if module is not None else []
+        self._checked: set = set()  # input signatures _check accepted
         self._inputs = [v for v in graph.inputs if not str(v.type).startswith("__module__")]
 
     @property
@@ -65,10 +68,21 @@ class CompiledModel:
                 _check_shape(i, v.name, t.shape, a._data.shape)
 
     def __call__(self, *args):
-        self._check(args)
-        inputs = ((_attr_tree(self.module),) if self.module is not None else ()) + tuple(to_arrays(a) for a in args)
-        outs = to_tensors(self._program.run(list(inputs)))
-        return outs[0] if len(outs) == 1 else tuple(outs)
+        try:
+            signature = tuple([(a._data.shape, a._data.dtype) for a in args])
+        except AttributeError:  # not all tensors
+            signature = None
+        if signature not in self._checked:
+            self._check(args)
+            if signature is not None and len(self._checked) < 256:
+                self._checked.add(signature)
+        inputs = self._tree + [a._data if a.__class__ is Tensor else to_arrays(a) for a in args]
+        outs = self._entry.run(inputs) if self._entry is not None else None
+        if outs is None:
+            outs = self._program.run(inputs)
+        if len(outs) == 1:
+            return to_tensors(outs[0])
+        return tuple(to_tensors(outs))
 
     def __repr__(self) -> str:
         return f"<tscript.jit.CompiledModel {self.name}: {len(self.native.specs)} native kernels>"

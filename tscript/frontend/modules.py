@@ -13,6 +13,7 @@ from .._dispatch import dispatch
 from .._tensor import Tensor, _make
 from ..autograd.grad_mode import state as grad_state
 from ..ir.graph import Graph
+from ..nn.modules.module import AttributeTable
 from ..ir.passes.inline import inline_calls
 from ..ir.serialize import graph_to_json
 
@@ -160,13 +161,61 @@ class ModuleView:
         m = self.module
         if name in m._modules:
             return ModuleView(m._modules[name], self.arrays)
-        if name in m._parameters:
-            value = m._parameters[name]
-        elif name in m._buffers:
-            value = m._buffers[name]
-        else:
-            value = getattr(m, name)
+        value = _attribute(m, name)
         return value._data if self.arrays and isinstance(value, Tensor) else value
+
+
+def _attribute(m, name: str):
+    """What %self.name is for module `m`: a submodule, parameter, buffer or other attribute."""
+    if name in m._modules:
+        return m._modules[name]
+    if name in m._parameters:
+        return m._parameters[name]
+    if name in m._buffers:
+        return m._buffers[name]
+    return getattr(m, name)
+
+
+class ParameterReader:
+    """Reads the parameters and buffers a compiled graph uses from its module, for the whole-graph
+    entry (tscript_runtime.graph_entry): the module tree is walked again only when some module's
+    table of parameters, buffers or submodules changed since the last call; otherwise the same
+    tensors' arrays are read (so `p.data = ...` and in-place updates are seen either way)."""
+
+    def __init__(self, trie: tuple, n: int):
+        self.trie, self.n = trie, n
+        self._state = (None, None, (), ())  # (table version, module, [(fixed index, tensor)], their arrays)
+        self._fixed = None
+
+    def __call__(self, view: ModuleView) -> list | None:
+        version, module, leaves, last = self._state
+        if version == AttributeTable.version and module is view.module:
+            for (_, t), a in zip(leaves, last):
+                if t._data is not a:
+                    break
+            else:
+                return self._fixed  # nothing changed: the very list of the last call
+        version, leaves = AttributeTable.version, []
+        if not _find_tensors(view.module, self.trie, leaves):
+            return None
+        fixed = [None] * self.n
+        for index, t in leaves:
+            fixed[index] = t._data
+        self._fixed = fixed
+        self._state = (version, view.module, leaves, [t._data for _, t in leaves])
+        return fixed
+
+
+def _find_tensors(m, trie: tuple, leaves: list) -> bool:
+    for name, index, children in trie:
+        x = _attribute(m, name)
+        if index is not None:
+            if not isinstance(x, Tensor):
+                return False
+            leaves.append((index, x))
+        if children and not _find_tensors(x, children, leaves):
+            return False
+    return True
 
 
 class ScriptModule:

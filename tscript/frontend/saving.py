@@ -162,7 +162,7 @@ def _native_entry(name: str, code, dynamic, members: dict) -> dict:
     host = native.host()  # what the object code was built for
     return {"target_triple": host["triple"], "cpu": host["cpu"], "cpu_features": host["features"],
             "llvm_ir": f"{name}.ll", "object": f"{name}.o",
-            "kernels": [k.to_json() for k in code.launch_specs()],
+            "kernels": [k.to_json() for k in code.launch_specs()], "entry": code.entry,
             "dynamic": [[int(i), [int(d) for d in dims]] for i, dims in (dynamic or {}).items()]}
 
 

@@ -2,6 +2,7 @@
 state_dict, train/eval and hook API."""
 from __future__ import annotations
 
+import itertools
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 from typing import Callable, Iterator
@@ -42,6 +43,50 @@ def _add_hook(hooks: list, entry: tuple, prepend: bool) -> RemovableHandle:
     return RemovableHandle(hooks, entry)
 
 
+class AttributeTable(OrderedDict):
+    """A module's table of parameters, buffers or submodules. Every change anywhere bumps the
+    class-wide `version`, so compiled models can keep the arrays they read from a module as long as
+    no table changed (and re-read them when one did)."""
+    version = 0
+    _changes = itertools.count(1)
+
+    @classmethod
+    def _changed(cls) -> None:
+        cls.version = next(cls._changes)
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        AttributeTable._changed()
+
+    def __delitem__(self, key):
+        super().__delitem__(key)
+        AttributeTable._changed()
+
+    def pop(self, *args):
+        AttributeTable._changed()
+        return super().pop(*args)
+
+    def popitem(self, last: bool = True):
+        AttributeTable._changed()
+        return super().popitem(last)
+
+    def clear(self):
+        AttributeTable._changed()
+        super().clear()
+
+    def setdefault(self, key, default=None):
+        AttributeTable._changed()
+        return super().setdefault(key, default)
+
+    def update(self, *args, **kwargs):
+        AttributeTable._changed()
+        super().update(*args, **kwargs)
+
+    def __ior__(self, other):
+        AttributeTable._changed()
+        return super().__ior__(other)
+
+
 class Module:
     """Base class for all neural network modules; subclasses define `forward`."""
 
@@ -52,10 +97,10 @@ class Module:
             raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments")
         d = self.__dict__
         d["training"] = True
-        d["_parameters"] = OrderedDict()
-        d["_buffers"] = OrderedDict()
+        d["_parameters"] = AttributeTable()
+        d["_buffers"] = AttributeTable()
         d["_non_persistent_buffers"] = set()
-        d["_modules"] = OrderedDict()
+        d["_modules"] = AttributeTable()
         d["_forward_hooks"] = []
         d["_forward_pre_hooks"] = []
 

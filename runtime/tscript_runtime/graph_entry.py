@@ -1,0 +1,656 @@
+"""Whole-graph native execution: when every node of a graph lowers, one generated function (the
+*entry*) runs all its kernels and GEMMs in order over one arena, so a model call is one native call.
+
+The entry's code is fixed; whatever depends on the input shapes is data it reads:
+
+    void entry(i8** bases, i64* plan, double* scalars)
+
+`bases` = [arena, tensor inputs..., fixed arrays (parameters, tensor constants)..., outputs...].
+Every tensor value lives in a *root* buffer (views such as reshape share their input's root): a
+root computed by a step is in the arena at byte offset `plan[slot]`, or in an output array when a
+graph output is (a view of) it. `EntryLayout` derives from the graph alone which slots each step
+reads, so the code generator (tscript.codegen.graph_entry) and this runtime agree; the layout's
+fingerprint is part of the entry's symbol name, so code and layout of different versions never
+meet. `EntryLayout.plan` fills the slots once per input signature: shapes by the op table's rules,
+arena offsets, kernel sizes and strides (the kernels' own launch plans), GEMM dimensions.
+
+Inputs and fixed arrays are made C-contiguous; everything computed is C-contiguous. A signature the
+entry cannot serve (a batched matmul, mixed dtypes, a kernel big enough to split over two threads,
+shapes that are an error) gets no plan: the caller runs the executor instead, which also raises
+the error that names the node.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import dtypes as dt
+from .errors import OpError
+from .graph_format import TensorRef, decode_attr
+from .ops import OPS
+from .ops.registry import TensorMeta
+
+GROUPS = ("tscript::FusionGroup", "tscript::RowGroup")
+# Views that keep a C-contiguous input's element order: the output shares the input's root.
+ALIASES = {"aten::view", "aten::reshape", "aten::flatten", "aten::squeeze", "aten::unsqueeze",
+           "aten::contiguous", "aten::detach"}
+# Nodes that only read their tensor inputs' shape, dtype or rank: evaluated while planning.
+SHAPE_READS = {"aten::size", "aten::dim", "prim::dtype"}
+PLANNED_PRIMS = {"prim::Constant", "prim::GetAttr", "prim::ListConstruct", "prim::TupleConstruct"}
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """How a matrix-product op maps onto `C = A @ op(B) (+ bias)`: input positions of A, B and the
+    bias (None: no bias), whether B is stored transposed (linear's weight), and input positions
+    that must hold the scalar 1 (addmm's beta and alpha)."""
+    a: int
+    b: int
+    bias: int | None
+    trans_b: bool
+    units: tuple = ()
+
+
+GEMMS = {
+    "aten::linear": Gemm(a=0, b=1, bias=2, trans_b=True),
+    "aten::matmul": Gemm(a=0, b=1, bias=None, trans_b=False),
+    "aten::mm": Gemm(a=0, b=1, bias=None, trans_b=False),
+    "aten::addmm": Gemm(a=1, b=2, bias=0, trans_b=False, units=(3, 4)),
+}
+GEMM_SLOTS = ("M", "N", "K", "lda", "ldb", "ldc", "bias_row_stride")
+GEMM_DTYPES = {dt.float32: "cblas_sgemm", dt.float64: "cblas_dgemm"}
+ALIGN = 64
+_TENSOR_TYPE = re.compile(r"(Tensor|Float|Double|Int|Long|Bool)(\(|\Z)")
+_TYPE_DTYPES = {"Float": dt.float32, "Double": dt.float64, "Int": dt.int32, "Long": dt.int64, "Bool": dt.bool_}
+
+
+class NotLowerable(Exception):
+    """The graph has a node the entry cannot run (the executor runs it instead)."""
+
+
+def _tensor_type(type_str: str):
+    """(is a tensor, its static dtype or None) from a graph type string such as `Float(1, 784)`."""
+    m = _TENSOR_TYPE.match(type_str or "")
+    if m is None:
+        return False, None
+    return True, _TYPE_DTYPES.get(m.group(1))
+
+
+@dataclass
+class KernelStep:
+    node: int                # index into the graph's nodes
+    kernel: str
+    outputs: list            # value names
+    tensors: list            # tensor input names
+    scalars: list            # scalar input names
+    sizes: int = 0           # plan slot of sizes[rank], followed by strides[n_ptrs * rank]
+    rank: int = 0
+    first_scalar: int = 0    # index into the scalars array
+
+
+@dataclass
+class GemmStep:
+    node: int
+    kind: str
+    a: str
+    b: str
+    bias: str | None
+    out: str
+    function: str            # cblas_sgemm / cblas_dgemm
+    trans_b: bool
+    dims: int = 0            # plan slot of GEMM_SLOTS
+
+
+@dataclass
+class Root:
+    """A buffer: `base` indexes `bases`; arena roots have a plan slot holding their byte offset."""
+    base: int
+    slot: int | None = None
+
+
+@dataclass
+class EntryLayout:
+    """The static shape of a graph's entry: its steps, where each tensor value lives, plan slots."""
+    graph: dict
+    specs: dict                                   # kernel name -> LaunchSpec
+    steps: list = field(default_factory=list)
+    roots: dict = field(default_factory=dict)     # root value name -> Root
+    root_of: dict = field(default_factory=dict)   # tensor value name -> its root value name
+    inputs: list = field(default_factory=list)    # graph input positions of tensor inputs
+    fixed: list = field(default_factory=list)     # fixed arrays: (("attr", chain) | ("constant", name), value)
+    outputs: list = field(default_factory=list)   # output roots, in bases order
+    n_slots: int = 0
+    n_scalars: int = 0
+    kinds: dict = field(default_factory=dict)     # value name -> "tensor" | "module" | "value"
+    chains: dict = field(default_factory=dict)    # module value name -> attribute chain from %self
+    computed: list = field(default_factory=list)  # roots computed by steps, in order
+
+    @classmethod
+    def build(cls, graph: dict, specs: dict) -> "EntryLayout":
+        """The layout of `graph`, or NotLowerable naming the node that stops it."""
+        layout = cls(graph, specs)
+        layout._walk()
+        layout._place()
+        return layout
+
+    # -- static analysis ------------------------------------------------------------------------------
+    def _walk(self) -> None:
+        for i, v in enumerate(self.graph["inputs"]):
+            t = v.get("type", "")
+            if i == 0 and t.startswith("__module__"):
+                self.kinds[v["name"]], self.chains[v["name"]] = "module", ()
+            elif _tensor_type(t)[0]:
+                self.kinds[v["name"]] = "tensor"
+                self._new_root(v["name"], 1 + len(self.inputs))
+                self.inputs.append(i)
+            else:
+                self.kinds[v["name"]] = "value"
+        for index, node in enumerate(self.graph["nodes"]):
+            self._node(index, node)
+        for name in self.graph["outputs"]:
+            if self.kinds.get(name) != "tensor" or self.root_of[name] not in self.computed:
+                raise NotLowerable(f"output '{name}' is not a tensor computed by the graph")
+
+    def _node(self, index: int, node: dict) -> None:
+        kind, ins = node["kind"], node["inputs"]
+        outs = [o["name"] for o in node["outputs"]]
+        if node.get("blocks"):
+            raise NotLowerable(f"{kind} has blocks (control flow)")
+        if kind == "prim::GetAttr":
+            self._get_attr(node, outs[0])
+        elif kind in GROUPS:
+            self._kernel(index, node, outs)
+        elif kind in GEMMS:
+            self._gemm(index, node, outs[0])
+        elif kind in ALIASES:
+            if self.kinds.get(ins[0]) != "tensor":
+                raise NotLowerable(f"{kind} of a value that is not a tensor")
+            self._tensor_out(node, outs[0])
+            self.root_of[outs[0]] = self.root_of[ins[0]]
+        elif kind in PLANNED_PRIMS or kind in SHAPE_READS or _scalar_op(kind):
+            if kind not in SHAPE_READS and any(self.kinds.get(v) == "tensor" for v in ins):
+                raise NotLowerable(f"{kind} takes a tensor")
+            for o in node["outputs"]:
+                is_tensor = kind == "prim::Constant" and isinstance(node.get("attrs", {}).get("value"), dict)
+                self.kinds[o["name"]] = "tensor" if is_tensor else "value"
+                if is_tensor:
+                    self._fixed_root(o["name"], ("constant", decode_attr(node["attrs"]["value"]).name))
+        else:
+            raise NotLowerable(f"{kind} has no native lowering")
+
+    def _get_attr(self, node: dict, out: str) -> None:
+        owner = node["inputs"][0]
+        if self.kinds.get(owner) != "module":
+            raise NotLowerable("prim::GetAttr of a value that is not the module")
+        chain = self.chains[owner] + (node["attrs"]["name"],)
+        t = node["outputs"][0].get("type", "")
+        if t.startswith("__module__"):
+            self.kinds[out], self.chains[out] = "module", chain
+        elif _tensor_type(t)[0]:
+            self.kinds[out] = "tensor"
+            self._fixed_root(out, ("attr", chain))
+        else:
+            raise NotLowerable(f"module attribute '{'.'.join(chain)}' of type {t} is read by the graph")
+
+    def _kernel(self, index: int, node: dict, outs: list) -> None:
+        name = node.get("attrs", {}).get("kernel")
+        if name not in self.specs:
+            raise NotLowerable(f"{node['kind']} without a compiled kernel")
+        spec = self.specs[name]
+        tensors = [v for v, k in zip(node["inputs"], spec.inputs) if k == "tensor"]
+        scalars = [v for v, k in zip(node["inputs"], spec.inputs) if k == "scalar"]
+        if any(self.kinds.get(v) != "tensor" for v in tensors) or any(self.kinds.get(v) == "tensor" for v in scalars):
+            raise NotLowerable(f"kernel {name}: inputs do not match its launch spec")
+        for o in outs:
+            self._tensor_out(node, o)
+            self._new_root(o, 0)
+        self.steps.append(KernelStep(index, name, outs, tensors, scalars, rank=spec.rank))
+
+    def _gemm(self, index: int, node: dict, out: str) -> None:
+        g = GEMMS[node["kind"]]
+        ins = node["inputs"]
+        bias = ins[g.bias] if g.bias is not None and self.kinds.get(ins[g.bias]) == "tensor" else None
+        if self.kinds.get(ins[g.a]) != "tensor" or self.kinds.get(ins[g.b]) != "tensor":
+            raise NotLowerable(f"{node['kind']} of values that are not tensors")
+        function = GEMM_DTYPES.get(_tensor_type(node["outputs"][0].get("type", ""))[1])
+        if function is None:
+            raise NotLowerable(f"{node['kind']} of dtype {node['outputs'][0].get('type')} (BLAS has float32/64)")
+        self._tensor_out(node, out)
+        self._new_root(out, 0)
+        self.steps.append(GemmStep(index, node["kind"], ins[g.a], ins[g.b], bias, out, function, g.trans_b))
+
+    def _tensor_out(self, node: dict, name: str) -> None:
+        if not _tensor_type(next(o for o in node["outputs"] if o["name"] == name).get("type", "Tensor"))[0]:
+            raise NotLowerable(f"{node['kind']} output '{name}' is not typed as a tensor")
+        self.kinds[name] = "tensor"
+
+    def _new_root(self, name: str, base: int) -> None:
+        self.root_of[name] = name
+        self.roots[name] = Root(base)
+        if base == 0:
+            self.computed.append(name)
+
+    def _fixed_root(self, name: str, source: tuple) -> None:
+        self.kinds[name] = "tensor"
+        self.root_of[name] = name
+        self.roots[name] = Root(-1)  # numbered in _place, after the inputs
+        self.fixed.append((source, name))
+
+    def _place(self) -> None:
+        """Bases and plan slots: outputs' roots go to output arrays, other computed roots to the arena."""
+        if not self.steps:
+            raise NotLowerable("nothing to run natively")
+        n_in = 1 + len(self.inputs)
+        for k, (_, name) in enumerate(self.fixed):
+            self.roots[name].base = n_in + k
+        base = n_in + len(self.fixed)
+        for name in self.graph["outputs"]:
+            root = self.root_of[name]
+            if root not in self.outputs:
+                self.roots[root].base = base + len(self.outputs)
+                self.outputs.append(root)
+        slot = 0
+        for name in self.computed:
+            if self.roots[name].base == 0:
+                self.roots[name].slot, slot = slot, slot + 1
+        for step in self.steps:
+            if isinstance(step, KernelStep):
+                n_ptrs = len(step.outputs) + len(step.tensors)
+                step.sizes, slot = slot, slot + step.rank * (1 + n_ptrs)
+                step.first_scalar, self.n_scalars = self.n_scalars, self.n_scalars + len(step.scalars)
+            else:
+                step.dims, slot = slot, slot + len(GEMM_SLOTS)
+        self.n_slots = slot
+
+    def address(self, value: str) -> Root:
+        """Where a tensor value lives (its root's base and offset slot)."""
+        return self.roots[self.root_of[value]]
+
+    def fingerprint(self) -> str:
+        """A short hash of everything the entry's code depends on."""
+        steps = [[type(s).__name__, *[getattr(s, k) for k in sorted(vars(s))]] for s in self.steps]
+        roots = {k: [r.base, r.slot] for k, r in self.roots.items()}
+        text = json.dumps([steps, roots, self.root_of, self.n_slots, self.n_scalars], sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def symbol(self, prefix: str) -> str:
+        """The entry function's name."""
+        return f"{prefix}_entry_{self.fingerprint()}"
+
+
+def _scalar_op(kind: str) -> bool:
+    """An op on Python values only (int arithmetic on sizes, ...): evaluated while planning."""
+    op = OPS.get(kind)
+    return op is not None and not op.tensor_pos and not op.list_pos and \
+        all(r.type != "Tensor" for r in op.schema.returns)
+
+
+def try_layout(graph: dict, specs: dict) -> EntryLayout | None:
+    """The entry layout of `graph`, or None when some node does not lower."""
+    try:
+        return EntryLayout.build(graph, specs)
+    except NotLowerable:
+        return None
+
+
+# -- plans: everything that depends on the input signature ---------------------------------------------
+
+@dataclass
+class Plan:
+    """One input signature's data for the entry."""
+    ints: object              # ctypes int64 array: the plan slots
+    scalars: object           # ctypes double array: the kernels' scalar inputs
+    arena: int                # bytes of arena the entry uses
+    outputs: list             # (shape, dtype) of each output root
+    views: list               # per graph output: (index into outputs, its shape)
+
+
+class Unplannable(Exception):
+    """The entry cannot run this signature (the executor does)."""
+
+
+def make_plan(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> Plan:
+    """The plan for graph inputs `args` and fixed arrays `fixed` (all C-contiguous)."""
+    env, kernel_plans = _evaluate(layout, launchers, args, fixed)
+    ints = (ctypes.c_int64 * max(layout.n_slots, 1))()
+    scalars = (ctypes.c_double * max(layout.n_scalars, 1))()
+    nodes = layout.graph["nodes"]
+    for step in layout.steps:
+        if isinstance(step, KernelStep):
+            _plan_kernel(step, kernel_plans[step.node], env, ints, scalars)
+        else:
+            _plan_gemm(step, nodes[step.node], env, ints)
+    arena = _place_arena(layout, env, ints)
+    outputs = [(tuple(env[r].shape), np.dtype(env[r].dtype)) for r in layout.outputs]
+    views = [(layout.outputs.index(layout.root_of[o]), tuple(env[o].shape)) for o in layout.graph["outputs"]]
+    return Plan(ints, scalars, arena, outputs, views)
+
+
+def _evaluate(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> tuple[dict, dict]:
+    """Every value of the graph for this signature (arrays for inputs and fixed arrays, TensorMetas
+    for computed tensors, Python values for the rest), and the launch plan of each kernel node."""
+    env = {v["name"]: a for v, a in zip(layout.graph["inputs"], args)}
+    fixed_values = iter(fixed)
+    kernel_plans = {}
+    for index, node in enumerate(layout.graph["nodes"]):
+        kind, outs = node["kind"], [o["name"] for o in node["outputs"]]
+        attrs = node.get("attrs", {})
+        if kind == "prim::GetAttr":
+            value = next(fixed_values) if layout.kinds[outs[0]] == "tensor" else None
+        elif kind == "prim::Constant":
+            value = decode_attr(attrs["value"]) if "value" in attrs else None
+            if isinstance(value, TensorRef):
+                value = next(fixed_values)
+        elif kind in ("prim::ListConstruct", "prim::TupleConstruct"):
+            value = (list if kind == "prim::ListConstruct" else tuple)(env[v] for v in node["inputs"])
+        elif kind in GROUPS:
+            launcher = launchers[attrs["kernel"]]
+            tensors = [_as_layout(env[v]) for v, k in zip(node["inputs"], launcher.kinds) if k == "tensor"]
+            kernel_plans[index] = kplan = launcher._plan(tensors)
+            if kplan.halves is not None:  # the launcher splits it over two threads; the entry would not
+                raise Unplannable(f"kernel {attrs['kernel']} is big enough for two threads")
+            value = [TensorMeta(kplan.out_shape, d) for d in launcher.out_dtypes]
+            value = value[0] if len(value) == 1 else value
+        else:
+            value = _op_value(OPS[kind], [_meta(env[v]) for v in node["inputs"]])
+        if len(outs) == 1:
+            env[outs[0]] = value
+        else:
+            env.update(zip(outs, value))
+    return env, kernel_plans
+
+
+def _meta(x):
+    return TensorMeta(x.shape, x.dtype) if isinstance(x, np.ndarray) else x
+
+
+def _op_value(op, args: list):
+    """An op's result while planning: TensorMeta(s) by its rules, or its kernel on Python values
+    (shape reads take TensorMetas: they only look at shape, dtype and rank)."""
+    if (op.tensor_pos or op.list_pos) and op.name not in SHAPE_READS:
+        return op.meta(*args)
+    return op.kernel(*args)
+
+
+def _contiguous_strides(shape: tuple, itemsize: int) -> tuple:
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _as_layout(x) -> np.ndarray:
+    """An array with x's shape and dtype and C-contiguous strides that holds no data (kernel launch
+    planning reads only shapes and strides)."""
+    d = np.dtype(x.dtype)
+    return np.lib.stride_tricks.as_strided(np.zeros(1, d), tuple(x.shape), _contiguous_strides(tuple(x.shape), d.itemsize))
+
+
+def _plan_kernel(step: KernelStep, kplan, env: dict, ints, scalars) -> None:
+    n = step.rank * (1 + len(step.outputs) + len(step.tensors))
+    ints[step.sizes:step.sizes + step.rank] = list(kplan.sizes)[:step.rank]
+    ints[step.sizes + step.rank:step.sizes + n] = list(kplan.strides)[:n - step.rank]
+    for j, v in enumerate(step.scalars):
+        scalars[step.first_scalar + j] = float(env[v])
+
+
+def _plan_gemm(step: GemmStep, node: dict, env: dict, ints) -> None:
+    a, b, out = env[step.a], env[step.b], env[step.out]
+    bias = env[step.bias] if step.bias is not None else None
+    dtype = {f: d for d, f in GEMM_DTYPES.items()}[step.function]
+    if any(t.dtype != dtype for t in (a, b, out) + ((bias,) if bias is not None else ())):
+        raise Unplannable(f"{step.kind} of mixed dtypes")
+    if any(env[node["inputs"][i]] != 1 for i in GEMMS[step.kind].units):
+        raise Unplannable(f"{step.kind} with beta or alpha other than 1")
+    if a.ndim == 0 or not 1 <= b.ndim <= 2 or (step.trans_b and b.ndim != 2):
+        raise Unplannable(f"{step.kind} of shapes {a.shape} and {b.shape} (batched)")
+    k = a.shape[-1]
+    m = int(np.prod(a.shape[:-1], dtype=np.int64))
+    n = b.shape[0] if step.trans_b else (b.shape[1] if b.ndim == 2 else 1)
+    if (b.shape[1] if step.trans_b else b.shape[0]) != k or int(np.prod(out.shape, dtype=np.int64)) != m * n:
+        raise Unplannable(f"{step.kind} of shapes {a.shape} and {b.shape}")
+    bias_row_stride = 0
+    if bias is not None:
+        if tuple(bias.shape) in ((n,), (1, n)):
+            bias_row_stride = 0
+        elif int(np.prod(bias.shape, dtype=np.int64)) == m * n and tuple(bias.shape)[-1:] == (n,) and \
+                tuple(bias.shape) == tuple(out.shape):
+            bias_row_stride = n
+        else:
+            raise Unplannable(f"{step.kind} with a bias of shape {bias.shape}")
+    ldb = k if step.trans_b else n
+    values = (m, n, k, max(k, 1), max(ldb, 1), max(n, 1), bias_row_stride)
+    ints[step.dims:step.dims + len(GEMM_SLOTS)] = list(values)
+
+
+def _nbytes(meta) -> int:
+    return int(np.prod(meta.shape, dtype=np.int64)) * np.dtype(meta.dtype).itemsize
+
+
+def _place_arena(layout: EntryLayout, env: dict, ints) -> int:
+    """Arena offsets of the computed roots not in outputs: a root's memory is reused once its last
+    reader (of it or a view of it) has run; a step's outputs never share memory with its inputs."""
+    last = {}
+    for i, step in enumerate(layout.steps):
+        for v in _step_values(step):
+            last[layout.root_of[v]] = i
+    live: list = []  # (offset, size, root), sorted by offset
+    top = 0
+    for i, step in enumerate(layout.steps):
+        for v in _step_outputs(step):
+            root = layout.roots[v]
+            if root.base != 0:
+                continue
+            size = -(-max(_nbytes(env[v]), 1) // ALIGN) * ALIGN
+            offset = _first_fit(live, size)
+            live.append((offset, size, v))
+            live.sort()
+            top = max(top, offset + size)
+            ints[root.slot] = offset
+        live = [block for block in live if last.get(block[2], i) > i]
+    return top
+
+
+def _first_fit(live: list, size: int) -> int:
+    at = 0
+    for offset, length, _ in live:
+        if offset - at >= size:
+            return at
+        at = max(at, offset + length)
+    return at
+
+
+def _step_outputs(step) -> list:
+    return step.outputs if isinstance(step, KernelStep) else [step.out]
+
+
+def _step_values(step) -> list:
+    if isinstance(step, KernelStep):
+        return step.outputs + step.tensors
+    return [step.a, step.b, step.out] + ([step.bias] if step.bias is not None else [])
+
+
+# -- running ---------------------------------------------------------------------------------------------
+
+_ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+_MAX_PLANS = 64
+
+
+def _interface_pointer(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]
+
+
+def _struct_pointer(a: np.ndarray) -> int:
+    """The data pointer read from the ndarray object itself (the `data` field after the object
+    header, as numpy's C API lays it out): 6x cheaper than __array_interface__."""
+    return _from_address(id(a) + 16).value
+
+
+_from_address = ctypes.c_void_p.from_address
+_probe = np.empty(3)
+data_pointer = _struct_pointer if _struct_pointer(_probe) == _interface_pointer(_probe) else _interface_pointer
+del _probe
+
+
+class GraphEntry:
+    """A graph's native entry point: `run(args)` takes the executor's inputs (the module's attribute
+    tree first when the graph reads one) and returns the outputs, or None when this input signature
+    is for the executor. Several threads may run it at once (each has its own arena).
+
+    Parameters are read from the tree on every call by `reader(trie, n)(tree)`, which returns the
+    list of fixed arrays (None at tensor constants) or None; the default reads nested mappings."""
+
+    def __init__(self, layout: EntryLayout, address: int, launchers: dict, constants: dict, reader=None):
+        self.layout = layout
+        self.fn = _ENTRY(address)
+        self.launchers = launchers
+        n = len(layout.fixed)
+        self._constants = [np.ascontiguousarray(constants[src[1]]) if src[0] == "constant" else None
+                           for src, _ in layout.fixed]
+        attrs = [(i, src[1]) for i, (src, _) in enumerate(layout.fixed) if src[0] == "attr"]
+        self._read = (reader or TreeReader)(attribute_trie(attrs), n) if attrs else None
+        self._none = [None] * n
+        self._fixed_base = 1 + len(layout.inputs)
+        tensors = set(layout.inputs)
+        module = bool(layout.graph["inputs"]) and layout.graph["inputs"][0].get("type", "").startswith("__module__")
+        self._others = [i for i in range(len(layout.graph["inputs"])) if i not in tensors and not (module and i == 0)]
+        self._n_bases = self._fixed_base + n + len(layout.outputs)
+        self._plans: dict = {}
+        self._local = threading.local()
+
+    def run(self, args: list):
+        """The graph's outputs for `args`, or None (run the executor instead)."""
+        tensors = []
+        for i in self.layout.inputs:
+            a = args[i]
+            if a.__class__ is not np.ndarray:
+                return None
+            tensors.append(a if a.flags.c_contiguous else np.ascontiguousarray(a))
+        local = self._local
+        try:
+            bases, held = local.bases, local.held
+        except AttributeError:
+            bases, held = self._thread_state()
+        fixed = self._read(args[0]) if self._read is not None else self._none
+        if fixed is None:
+            return None
+        if fixed is not held:
+            for a, b in zip(fixed, held):
+                if a is not b:
+                    if not self._hold(fixed, bases):
+                        return None
+                    break
+        key = (tuple([(a.shape, a.dtype.num) for a in tensors]), local.fixed_key,
+               tuple([args[i] for i in self._others]) if self._others else ())
+        try:
+            plan = self._plans[key]
+        except KeyError:
+            plan = self._new_plan(key, args, tensors)
+        except TypeError:  # an unhashable scalar input
+            return None
+        if plan is None:
+            return None
+        if local.arena.nbytes < plan.arena:
+            local.arena = np.empty(plan.arena, np.uint8)
+            bases[0] = data_pointer(local.arena)
+        k = 1
+        for a in tensors:
+            bases[k] = data_pointer(a)
+            k += 1
+        k = self._n_bases - len(plan.outputs)
+        outs = []
+        for shape, dtype in plan.outputs:
+            o = np.empty(shape, dtype)
+            bases[k] = data_pointer(o)
+            outs.append(o)
+            k += 1
+        self.fn(local.address, plan.ints, plan.scalars)
+        return [outs[i] if outs[i].shape == shape else outs[i].reshape(shape) for i, shape in plan.views]
+
+    def _thread_state(self) -> tuple:
+        """This thread's pointer array (tensor constants filled in) and arena."""
+        local = self._local
+        local.bases = (ctypes.c_void_p * self._n_bases)()
+        local.address = ctypes.addressof(local.bases)
+        local.arena = np.empty(1 << 16, np.uint8)
+        local.bases[0] = data_pointer(local.arena)
+        for k, a in enumerate(self._constants):
+            if a is not None:
+                local.bases[self._fixed_base + k] = data_pointer(a)
+        local.held, local.kept, local.fixed_key = self._none, self._none, ()
+        return local.bases, local.held
+
+    def _hold(self, fixed: list, bases) -> bool:
+        """Use new parameter arrays: write their pointers (C-contiguous copies of those that are not)
+        and keep them referenced, so their addresses stay theirs. False if one is not an array."""
+        kept = []
+        for k, a in enumerate(fixed):
+            if a is not None:
+                if a.__class__ is not np.ndarray:
+                    return False
+                a = a if a.flags.c_contiguous else np.ascontiguousarray(a)
+                bases[self._fixed_base + k] = data_pointer(a)
+            kept.append(a)
+        local = self._local
+        local.held, local.kept = fixed, kept
+        local.fixed_key = tuple([(a.shape, a.dtype.num) for a in kept if a is not None])
+        return True
+
+    def _new_plan(self, key: tuple, args: list, tensors: list):
+        graph_args = list(args)
+        for i, a in zip(self.layout.inputs, tensors):
+            graph_args[i] = a
+        fixed = [c if c is not None else a for c, a in zip(self._constants, self._local.kept)]
+        try:
+            plan = make_plan(self.layout, self.launchers, graph_args, fixed)
+        except (Unplannable, OpError, TypeError, ValueError, IndexError):
+            plan = None  # the executor runs it (and raises the error that names the node)
+        if len(self._plans) >= _MAX_PLANS:
+            self._plans.clear()
+        self._plans[key] = plan
+        return plan
+
+
+def attribute_trie(attrs: list) -> tuple:
+    """[(fixed index, attribute chain)] as a trie of (name, fixed index or None, children), so a
+    shared prefix (a submodule) is looked up once per call."""
+    root: dict = {}
+    for index, chain in attrs:
+        node = root
+        for name in chain[:-1]:
+            node = node.setdefault(name, [None, {}])[1]
+        node.setdefault(chain[-1], [None, {}])[0] = index
+
+    def freeze(level: dict) -> tuple:
+        return tuple((name, index, freeze(children)) for name, (index, children) in level.items())
+    return freeze(root)
+
+
+class TreeReader:
+    """Reads the parameters from an attribute tree of nested mappings (a saved model's)."""
+
+    def __init__(self, trie: tuple, n: int):
+        self.trie, self.n = trie, n
+
+    def __call__(self, tree) -> list | None:
+        fixed = [None] * self.n
+        return fixed if _read(tree, self.trie, fixed) else None
+
+
+def _read(obj, trie: tuple, fixed: list) -> bool:
+    for name, index, children in trie:
+        x = obj[name]
+        if index is not None:
+            if x.__class__ is not np.ndarray:
+                return False
+            fixed[index] = x
+        if children and not _read(x, children, fixed):
+            return False
+    return True
