@@ -37,3 +37,13 @@ def assert_close(actual, expected, rtol=1e-5, atol=1e-6, check_dtype=True):
     if check_dtype:
         assert a.dtype == e.dtype, f"dtype {a.dtype} != {e.dtype}"
     np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def run_in_threads(work, n: int = 4) -> None:
+    """Run `work(k)` for k in range(n), each on its own thread, and wait for all of them."""
+    import threading
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()

@@ -42,7 +42,8 @@ ALIASES = {"aten::view", "aten::reshape", "aten::flatten", "aten::squeeze", "ate
            "aten::contiguous", "aten::detach"}
 # Nodes that only read their tensor inputs' shape, dtype or rank: evaluated while planning.
 SHAPE_READS = {"aten::size", "aten::dim", "prim::dtype"}
-PLANNED_PRIMS = {"prim::Constant", "prim::GetAttr", "prim::ListConstruct", "prim::TupleConstruct"}
+CONTAINERS = {"prim::ListConstruct": list, "prim::TupleConstruct": tuple}
+PLANNED_PRIMS = {"prim::Constant", "prim::GetAttr", *CONTAINERS}
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,8 @@ class EntryLayout:
     kinds: dict = field(default_factory=dict)     # value name -> "tensor" | "module" | "value"
     chains: dict = field(default_factory=dict)    # module value name -> attribute chain from %self
     computed: list = field(default_factory=list)  # roots computed by steps, in order
+    containers: dict = field(default_factory=dict)  # tuple/list of tensors -> (constructor, items)
+    results: list = field(default_factory=list)   # the graph's tensor outputs, containers flattened
 
     @classmethod
     def build(cls, graph: dict, specs: dict) -> "EntryLayout":
@@ -154,8 +157,17 @@ class EntryLayout:
         for index, node in enumerate(self.graph["nodes"]):
             self._node(index, node)
         for name in self.graph["outputs"]:
-            if self.kinds.get(name) != "tensor" or self.root_of[name] not in self.computed:
-                raise NotLowerable(f"output '{name}' is not a tensor computed by the graph")
+            self._result(name)
+
+    def _result(self, name: str) -> None:
+        """Add a graph output's tensors (a tuple or list of them: its items) to `results`."""
+        if name in self.containers:
+            for item in self.containers[name][1]:
+                self._result(item)
+        elif self.kinds.get(name) == "tensor" and self.root_of[name] in self.computed:
+            self.results.append(name)
+        else:
+            raise NotLowerable(f"output '{name}' is not a tensor computed by the graph")
 
     def _node(self, index: int, node: dict) -> None:
         kind, ins = node["kind"], node["inputs"]
@@ -173,8 +185,12 @@ class EntryLayout:
                 raise NotLowerable(f"{kind} of a value that is not a tensor")
             self._tensor_out(node, outs[0])
             self.root_of[outs[0]] = self.root_of[ins[0]]
+        elif kind in CONTAINERS and ins and all(self.kinds.get(v) in ("tensor", "container") for v in ins):
+            self.kinds[outs[0]] = "container"  # of tensors: only a graph output may be one
+            self.containers[outs[0]] = (kind, ins)
         elif kind in PLANNED_PRIMS or kind in SHAPE_READS or _scalar_op(kind):
-            if kind not in SHAPE_READS and any(self.kinds.get(v) == "tensor" for v in ins):
+            if any(self.kinds.get(v) == "container" for v in ins) or \
+                    (kind not in SHAPE_READS and any(self.kinds.get(v) == "tensor" for v in ins)):
                 raise NotLowerable(f"{kind} takes a tensor")
             for o in node["outputs"]:
                 is_tensor = kind == "prim::Constant" and isinstance(node.get("attrs", {}).get("value"), dict)
@@ -205,7 +221,8 @@ class EntryLayout:
         spec = self.specs[name]
         tensors = [v for v, k in zip(node["inputs"], spec.inputs) if k == "tensor"]
         scalars = [v for v, k in zip(node["inputs"], spec.inputs) if k == "scalar"]
-        if any(self.kinds.get(v) != "tensor" for v in tensors) or any(self.kinds.get(v) == "tensor" for v in scalars):
+        if any(self.kinds.get(v) != "tensor" for v in tensors) or \
+                any(self.kinds.get(v) in ("tensor", "container") for v in scalars):
             raise NotLowerable(f"kernel {name}: inputs do not match its launch spec")
         for o in outs:
             self._tensor_out(node, o)
@@ -250,7 +267,7 @@ class EntryLayout:
         for k, (_, name) in enumerate(self.fixed):
             self.roots[name].base = n_in + k
         base = n_in + len(self.fixed)
-        for name in self.graph["outputs"]:
+        for name in self.results:
             root = self.root_of[name]
             if root not in self.outputs:
                 self.roots[root].base = base + len(self.outputs)
@@ -328,7 +345,7 @@ def make_plan(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> 
             _plan_gemm(step, nodes[step.node], env, ints)
     arena = _place_arena(layout, env, ints)
     outputs = [(tuple(env[r].shape), np.dtype(env[r].dtype)) for r in layout.outputs]
-    views = [(layout.outputs.index(layout.root_of[o]), tuple(env[o].shape)) for o in layout.graph["outputs"]]
+    views = [(layout.outputs.index(layout.root_of[o]), tuple(env[o].shape)) for o in layout.results]
     return Plan(ints, scalars, arena, outputs, views)
 
 
@@ -522,6 +539,10 @@ class GraphEntry:
         module = bool(layout.graph["inputs"]) and layout.graph["inputs"][0].get("type", "").startswith("__module__")
         self._others = [i for i in range(len(layout.graph["inputs"])) if i not in tensors and not (module and i == 0)]
         self._n_bases = self._fixed_base + n + len(layout.outputs)
+        self._structure = None  # graph outputs as trees of indices into the flat results, if not flat
+        if layout.containers:
+            flat = iter(range(len(layout.results)))
+            self._structure = [_structure(layout, o, flat) for o in layout.graph["outputs"]]
         self._plans: dict = {}
         self._local = threading.local()
 
@@ -572,7 +593,8 @@ class GraphEntry:
             outs.append(o)
             k += 1
         self.fn(local.address, plan.ints, plan.scalars)
-        return [outs[i] if outs[i].shape == shape else outs[i].reshape(shape) for i, shape in plan.views]
+        results = [outs[i] if outs[i].shape == shape else outs[i].reshape(shape) for i, shape in plan.views]
+        return results if self._structure is None else [_rebuild(s, results) for s in self._structure]
 
     def _thread_state(self) -> tuple:
         """This thread's pointer array (tensor constants filled in) and arena."""
@@ -616,6 +638,20 @@ class GraphEntry:
             self._plans.clear()
         self._plans[key] = plan
         return plan
+
+
+def _structure(layout: EntryLayout, name: str, flat):
+    if name in layout.containers:
+        kind, items = layout.containers[name]
+        return CONTAINERS[kind], [_structure(layout, item, flat) for item in items]
+    return next(flat)
+
+
+def _rebuild(structure, results: list):
+    if isinstance(structure, int):
+        return results[structure]
+    kind, items = structure
+    return kind(_rebuild(s, results) for s in items)
 
 
 def attribute_trie(attrs: list) -> tuple:

@@ -11,7 +11,7 @@ from tscript_runtime import ModelError, dtypes as dt, native
 from tscript_runtime.errors import OpRuntimeError
 from tscript_runtime.kernels import MAX_RANK, LaunchSpec
 
-from tests.conftest import assert_close
+from tests.conftest import assert_close, run_in_threads
 
 
 def gelu_tanh(x, y):
@@ -148,11 +148,7 @@ def test_one_kernel_from_several_threads_at_once(compiled):
             if not np.allclose(kernel(*cases[i]), expected[i], rtol=1e-5, atol=1e-6):
                 failures.append(i)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(work)
     assert failures == []
 
 

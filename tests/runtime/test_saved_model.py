@@ -4,7 +4,6 @@ thread safety, and an InputError for every wrong input."""
 import hashlib
 import io
 import json
-import threading
 import zipfile
 
 import numpy as np
@@ -15,6 +14,7 @@ import tscript_runtime as rt
 import tscript_runtime.model as rt_model
 from tscript import nn
 from tscript_runtime import InputError, ModelError
+from tests.conftest import run_in_threads
 
 RNG = np.random.default_rng(0)
 
@@ -298,11 +298,7 @@ def test_run_is_thread_safe(mlp):
                 if out.shape != expected[i].shape or not np.allclose(out, expected[i], rtol=1e-5, atol=1e-6):
                     failures.append(i)
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(work)
     assert failures == []
 
 

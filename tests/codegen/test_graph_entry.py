@@ -1,0 +1,225 @@
+"""The whole-graph native entry (tscript_runtime.graph_entry + tscript.codegen.graph_entry): graphs
+whose every node lowers run as one native call over a planned arena — GEMMs and GEMVs through BLAS,
+views sharing their input's buffer, kernels in order — and give the values of numpy / eager."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import tscript as ts
+import tscript_runtime
+from tscript import nn
+from tscript_runtime.graph_entry import EntryLayout, make_plan
+from tscript.frontend.compiled import CompiledModel
+from tscript.ir.serialize import graph_to_json
+
+from tests.conftest import assert_close, run_in_threads
+
+
+def _entry_ran(cm: CompiledModel, *args) -> bool:
+    """Did the last call's signature run through the entry (a plan, not the executor)?"""
+    assert cm._entry is not None, f"no whole-graph entry for:\n{cm.graph}"
+    return any(p is not None for p in cm._entry._plans.values())
+
+
+def _mlp(sizes=(6, 5, 4, 3)):
+    ts.manual_seed(0)
+    layers = []
+    for a, b in zip(sizes, sizes[1:]):
+        layers += [nn.Linear(a, b), nn.ReLU()]
+    return nn.Sequential(*layers[:-1]).eval()
+
+
+def _numpy_mlp(model, x):
+    h = x
+    linears = [m for m in model if isinstance(m, nn.Linear)]
+    for i, m in enumerate(linears):
+        h = h @ m.weight.detach().numpy().T + m.bias.detach().numpy()
+        if i < len(linears) - 1:
+            h = np.maximum(h, 0)
+    return h
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    model = _mlp()
+    return model, ts.jit.compile(model, (ts.randn(2, 6),), dynamic={0: [0]})
+
+
+@pytest.mark.parametrize("batch", [1, 2, 7, 0])
+def test_mlp_runs_as_one_native_call(mlp, batch):
+    model, cm = mlp
+    x = np.random.default_rng(batch).standard_normal((batch, 6)).astype(np.float32)
+    out = cm(ts.from_numpy(x))
+    assert _entry_ran(cm)
+    assert out.shape == (batch, 3)
+    np.testing.assert_allclose(out.numpy(), _numpy_mlp(model, x), rtol=1e-5, atol=1e-5)
+
+
+def test_non_contiguous_input(mlp):
+    model, cm = mlp
+    x = np.random.default_rng(1).standard_normal((6, 4)).astype(np.float32).T
+    np.testing.assert_allclose(cm(ts.from_numpy(x)).numpy(), _numpy_mlp(model, x), rtol=1e-5, atol=1e-5)
+
+
+def test_parameter_changes_are_seen():
+    model = _mlp()
+    cm = ts.jit.compile(model, (ts.randn(2, 6),))
+    x = ts.randn(2, 6)
+    with ts.no_grad():
+        model[0].weight.mul_(2)  # in place
+    np.testing.assert_allclose(cm(x).numpy(), _numpy_mlp(model, x.numpy()), rtol=1e-5, atol=1e-5)
+    model[2].weight = nn.Parameter(ts.randn(4, 5))  # a new parameter
+    np.testing.assert_allclose(cm(x).numpy(), _numpy_mlp(model, x.numpy()), rtol=1e-5, atol=1e-5)
+    model[4].bias.data = ts.randn(3)  # new data for the same parameter
+    np.testing.assert_allclose(cm(x).numpy(), _numpy_mlp(model, x.numpy()), rtol=1e-5, atol=1e-5)
+    model[4].weight = nn.Parameter(ts.randn(4, 3).t())  # a non-contiguous parameter
+    np.testing.assert_allclose(cm(x).numpy(), _numpy_mlp(model, x.numpy()), rtol=1e-5, atol=1e-5)
+    assert _entry_ran(cm)
+
+
+def _products():
+    rng = np.random.default_rng(0)
+    r = lambda *s: ts.from_numpy(rng.standard_normal(s).astype(np.float32))
+    return {
+        "linear, no bias": (lambda x, w: ts.nn.functional.linear(x, w), (r(3, 5), r(4, 5))),
+        "linear 3-D input": (lambda x, w, b: ts.nn.functional.linear(x, w, b), (r(2, 3, 5), r(4, 5), r(4))),
+        "matmul 2-D": (lambda a, b: a @ b, (r(3, 5), r(5, 4))),
+        "matmul 3-D @ 2-D": (lambda a, b: a @ b, (r(2, 3, 5), r(5, 4))),
+        "matmul vector @ matrix": (lambda a, b: a @ b, (r(5), r(5, 4))),
+        "matmul matrix @ vector": (lambda a, b: a @ b, (r(3, 5), r(5))),
+        "matmul vector @ vector": (lambda a, b: (a @ b) * 2, (r(5), r(5))),
+        "matmul 1 row": (lambda a, b: a @ b, (r(1, 5), r(5, 4))),
+        "matmul 1 column": (lambda a, b: a @ b, (r(3, 5), r(5, 1))),
+        "mm": (lambda a, b: ts.mm(a, b), (r(3, 5), r(5, 4))),
+        "addmm row bias": (lambda c, a, b: ts.addmm(c, a, b), (r(4), r(3, 5), r(5, 4))),
+        "addmm full bias": (lambda c, a, b: ts.addmm(c, a, b), (r(3, 4), r(3, 5), r(5, 4))),
+        "float64": (lambda a, b: (a @ b).tanh(), (r(3, 5).double(), r(5, 4).double())),
+        "empty K": (lambda a, b: a @ b + 1, (r(3, 0), r(0, 4))),
+        "empty M": (lambda a, b: a @ b + 1, (r(0, 5), r(5, 4))),
+        "views": (lambda a, b: (a @ b).reshape(2, 6).relu().flatten().unsqueeze(0), (r(3, 5), r(5, 4))),
+        "output is a view": (lambda a, b: (a @ b).relu().view(-1), (r(3, 5), r(5, 4))),
+        "two outputs, one buffer": (lambda a, b: ((a @ b).relu(), (a @ b).relu().view(12)), (r(3, 5), r(5, 4))),
+        "chain": (lambda a, b, c: ((a @ b).sigmoid() @ c).softmax(-1), (r(3, 5), r(5, 4), r(4, 5))),
+    }
+
+
+PRODUCTS = _products()
+
+
+@pytest.mark.parametrize("name", list(PRODUCTS))
+def test_products_match_eager(name):
+    fn, args = PRODUCTS[name]
+    cm = ts.jit.compile(fn, args)
+    got = cm(*args)
+    assert _entry_ran(cm), f"{name} did not run through the entry:\n{cm.graph}"
+    want = fn(*args)
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        assert_close(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_addmm_with_other_beta_runs_in_the_executor():
+    rng = np.random.default_rng(0)
+    c, a, b = (ts.from_numpy(rng.standard_normal(s).astype(np.float32)) for s in ((4,), (3, 5), (5, 4)))
+    fn = lambda c, a, b: ts.addmm(c, a, b, beta=0.5, alpha=2.0)
+    cm = ts.jit.compile(fn, (c, a, b))
+    assert_close(cm(c, a, b).numpy(), fn(c, a, b).numpy(), rtol=1e-5, atol=1e-5)
+    assert not _entry_ran(cm)  # no plan for it: the executor ran it
+
+
+def test_batched_matmul_runs_in_the_executor():
+    rng = np.random.default_rng(0)
+    a, b = (ts.from_numpy(rng.standard_normal(s).astype(np.float32)) for s in ((2, 3, 5), (2, 5, 4)))
+    cm = ts.jit.compile(lambda a, b: (a @ b).relu(), (a, b))
+    assert_close(cm(a, b).numpy(), (a @ b).relu().numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_graphs_with_other_ops_have_no_entry_and_still_run():
+    x = ts.randn(2, 3, 8, 8)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.MaxPool2d(2)).eval()
+    cm = ts.jit.compile(model, (x,))
+    assert cm._entry is None
+    with ts.no_grad():
+        assert_close(cm(x).numpy(), model(x).numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_shape_errors_name_the_op():
+    cm = ts.jit.compile(lambda a, b: (a @ b).relu(), (ts.randn(3, 5), ts.randn(5, 4)), dynamic={0: [1], 1: [0]})
+    assert_close(cm(ts.ones(3, 2), ts.ones(2, 4)).numpy(), np.full((3, 4), 2, np.float32))
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+        cm(ts.ones(3, 2), ts.ones(6, 4))
+
+
+def test_threads_share_a_compiled_model(mlp):
+    model, cm = mlp
+    rng = np.random.default_rng(3)
+    xs = [rng.standard_normal((b, 6)).astype(np.float32) for b in (1, 3, 5, 8)]
+    results, errors = {}, []
+
+    def work(k):
+        try:
+            for _ in range(200):
+                out = cm(ts.from_numpy(xs[k])).numpy()
+                if not np.allclose(out, _numpy_mlp(model, xs[k]), rtol=1e-5, atol=1e-5):
+                    errors.append(k)
+            results[k] = True
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+    run_in_threads(work)
+    assert not errors and len(results) == 4
+
+
+def test_saved_model_runs_the_entry_in_the_runtime(mlp, tmp_path):
+    model, cm = mlp
+    ts.jit.save(cm, tmp_path / "mlp.tsm")
+    loaded = tscript_runtime.load(tmp_path / "mlp.tsm")
+    state = loaded.native["forward"]
+    assert state.graph_entry is not None and "one native call" in state.describe()
+    x = np.random.default_rng(4).standard_normal((4, 6)).astype(np.float32)
+    np.testing.assert_allclose(loaded.run(x), _numpy_mlp(model, x), rtol=1e-5, atol=1e-5)
+    assert any(p is not None for p in state.graph_entry._plans.values())
+    loaded.params["0.weight"] *= 0  # the runtime's parameters are read on every run
+    with ts.no_grad():
+        model[0].weight.mul_(0)
+    np.testing.assert_allclose(loaded.run(x), _numpy_mlp(model, x), rtol=1e-5, atol=1e-5)
+
+
+def test_arena_reuses_memory():
+    model = _mlp((8,) * 12)
+    cm = ts.jit.compile(model, (ts.randn(16, 8),))
+    layout = cm._entry.layout
+    tree = [cm._tree[0], ts.randn(16, 8).numpy()]
+    fixed = cm._entry._read(tree[0])
+    plan = make_plan(layout, cm._entry.launchers, tree, fixed)
+    one = 16 * 8 * 4
+    n_buffers = sum(1 for r in layout.roots.values() if r.base == 0)
+    assert n_buffers >= 15 and plan.arena <= 3 * one  # ~21 intermediates live in 2-3 buffers
+
+
+def test_layout_is_deterministic(mlp):
+    _, cm = mlp
+    specs = {s.name: s for s in cm.native.launch_specs()}
+    assert EntryLayout.build(graph_to_json(cm.graph), specs).symbol("k") == cm.native.entry
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from(["linear", "relu", "reshape", "tanh", "matmul_t"]), min_size=1, max_size=6),
+       st.integers(1, 4), st.integers(0, 10**6))
+def test_random_chains_match_eager(ops, batch, seed):
+    rng = np.random.default_rng(seed)
+    ws = [ts.from_numpy(rng.standard_normal((6, 6)).astype(np.float32)) for _ in ops]
+
+    def fn(x):
+        for op, w in zip(ops, ws):
+            if op == "linear":
+                x = ts.nn.functional.linear(x, w, w[0])
+            elif op == "matmul_t":
+                x = x @ w.t()
+            elif op == "reshape":
+                x = x.reshape(-1, 6)
+            else:
+                x = getattr(x, op)()
+        return x
+    x = ts.from_numpy(rng.standard_normal((batch, 6)).astype(np.float32))
+    cm = ts.jit.compile(fn, (x,))  # the weights are traced as tensor constants
+    assert_close(cm(x).numpy(), fn(x).numpy(), rtol=1e-4, atol=1e-5)
