@@ -40,6 +40,9 @@ GROUPS = ("tscript::FusionGroup", "tscript::RowGroup")
 # Views that keep a C-contiguous input's element order: the output shares the input's root.
 ALIASES = {"aten::view", "aten::reshape", "aten::flatten", "aten::squeeze", "aten::unsqueeze",
            "aten::contiguous", "aten::detach"}
+# Views with other strides (same start): kernels read them through their strides, GEMMs as
+# transposed operands. Their kernels only make numpy views, so planning runs them on data-less arrays.
+STRIDED_VIEWS = {"aten::t", "aten::transpose", "aten::permute", "aten::expand"}
 # Nodes that only read their tensor inputs' shape, dtype or rank: evaluated while planning.
 SHAPE_READS = {"aten::size", "aten::dim", "prim::dtype"}
 CONTAINERS = {"prim::ListConstruct": list, "prim::TupleConstruct": tuple}
@@ -64,7 +67,8 @@ GEMMS = {
     "aten::mm": Gemm(a=0, b=1, bias=None, trans_b=False),
     "aten::addmm": Gemm(a=1, b=2, bias=0, trans_b=False, units=(3, 4)),
 }
-GEMM_SLOTS = ("M", "N", "K", "lda", "ldb", "ldc", "bias_row_stride")
+GEMM_SLOTS = ("trans_a", "trans_b", "M", "N", "K", "lda", "ldb", "ldc", "bias_row_stride")
+NO_TRANS, TRANS = 111, 112  # CBLAS_TRANSPOSE
 GEMM_DTYPES = {dt.float32: "cblas_sgemm", dt.float64: "cblas_dgemm"}
 ALIGN = 64
 _TENSOR_TYPE = re.compile(r"(Tensor|Float|Double|Int|Long|Bool)(\(|\Z)")
@@ -180,7 +184,7 @@ class EntryLayout:
             self._kernel(index, node, outs)
         elif kind in GEMMS:
             self._gemm(index, node, outs[0])
-        elif kind in ALIASES:
+        elif kind in ALIASES or kind in STRIDED_VIEWS:
             if self.kinds.get(ins[0]) != "tensor":
                 raise NotLowerable(f"{kind} of a value that is not a tensor")
             self._tensor_out(node, outs[0])
@@ -325,7 +329,7 @@ class Plan:
     scalars: object           # ctypes double array: the kernels' scalar inputs
     arena: int                # bytes of arena the entry uses
     outputs: list             # (shape, dtype) of each output root
-    views: list               # per graph output: (index into outputs, its shape)
+    views: list               # per tensor output: (index into outputs, shape, byte strides or None)
 
 
 class Unplannable(Exception):
@@ -345,13 +349,15 @@ def make_plan(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> 
             _plan_gemm(step, nodes[step.node], env, ints)
     arena = _place_arena(layout, env, ints)
     outputs = [(tuple(env[r].shape), np.dtype(env[r].dtype)) for r in layout.outputs]
-    views = [(layout.outputs.index(layout.root_of[o]), tuple(env[o].shape)) for o in layout.results]
+    views = [(layout.outputs.index(layout.root_of[o]), env[o].shape,
+              None if env[o].flags.c_contiguous else env[o].strides) for o in layout.results]
     return Plan(ints, scalars, arena, outputs, views)
 
 
 def _evaluate(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> tuple[dict, dict]:
-    """Every value of the graph for this signature (arrays for inputs and fixed arrays, TensorMetas
-    for computed tensors, Python values for the rest), and the launch plan of each kernel node."""
+    """Every value of the graph for this signature (arrays for inputs and fixed arrays, data-less
+    arrays with the shape, dtype and strides of computed tensors, Python values for the rest), and
+    the launch plan of each kernel node."""
     env = {v["name"]: a for v, a in zip(layout.graph["inputs"], args)}
     fixed_values = iter(fixed)
     kernel_plans = {}
@@ -368,14 +374,20 @@ def _evaluate(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> 
             value = (list if kind == "prim::ListConstruct" else tuple)(env[v] for v in node["inputs"])
         elif kind in GROUPS:
             launcher = launchers[attrs["kernel"]]
-            tensors = [_as_layout(env[v]) for v, k in zip(node["inputs"], launcher.kinds) if k == "tensor"]
+            tensors = [env[v] for v, k in zip(node["inputs"], launcher.kinds) if k == "tensor"]
             kernel_plans[index] = kplan = launcher._plan(tensors)
             if kplan.halves is not None:  # the launcher splits it over two threads; the entry would not
                 raise Unplannable(f"kernel {attrs['kernel']} is big enough for two threads")
-            value = [TensorMeta(kplan.out_shape, d) for d in launcher.out_dtypes]
+            value = [_dataless(kplan.out_shape, d) for d in launcher.out_dtypes]
             value = value[0] if len(value) == 1 else value
+        elif kind in STRIDED_VIEWS:
+            value = OPS[kind].kernel(*[env[v] for v in node["inputs"]])
         else:
+            if kind in ALIASES and not env[node["inputs"][0]].flags.c_contiguous:
+                raise Unplannable(f"{kind} of a non-contiguous tensor (a copy)")
             value = _op_value(OPS[kind], [_meta(env[v]) for v in node["inputs"]])
+            if isinstance(value, TensorMeta):
+                value = _dataless(value.shape, value.dtype)
         if len(outs) == 1:
             env[outs[0]] = value
         else:
@@ -403,11 +415,11 @@ def _contiguous_strides(shape: tuple, itemsize: int) -> tuple:
     return tuple(reversed(strides))
 
 
-def _as_layout(x) -> np.ndarray:
-    """An array with x's shape and dtype and C-contiguous strides that holds no data (kernel launch
-    planning reads only shapes and strides)."""
-    d = np.dtype(x.dtype)
-    return np.lib.stride_tricks.as_strided(np.zeros(1, d), tuple(x.shape), _contiguous_strides(tuple(x.shape), d.itemsize))
+def _dataless(shape, dtype) -> np.ndarray:
+    """A C-contiguous array of `shape` and `dtype` that holds no data: what planning knows of a
+    computed tensor (never read: only shapes and strides are looked at, and views made)."""
+    d = np.dtype(dtype)
+    return np.lib.stride_tricks.as_strided(np.zeros(1, d), tuple(shape), _contiguous_strides(tuple(shape), d.itemsize))
 
 
 def _plan_kernel(step: KernelStep, kplan, env: dict, ints, scalars) -> None:
@@ -419,6 +431,8 @@ def _plan_kernel(step: KernelStep, kplan, env: dict, ints, scalars) -> None:
 
 
 def _plan_gemm(step: GemmStep, node: dict, env: dict, ints) -> None:
+    """C (M, N) = op(A) @ op(B) (+ bias rows): A and B are read as stored (row-major, or a
+    transposed row-major matrix: BLAS's transpose flags), anything else is for the executor."""
     a, b, out = env[step.a], env[step.b], env[step.out]
     bias = env[step.bias] if step.bias is not None else None
     dtype = {f: d for d, f in GEMM_DTYPES.items()}[step.function]
@@ -430,21 +444,41 @@ def _plan_gemm(step: GemmStep, node: dict, env: dict, ints) -> None:
         raise Unplannable(f"{step.kind} of shapes {a.shape} and {b.shape} (batched)")
     k = a.shape[-1]
     m = int(np.prod(a.shape[:-1], dtype=np.int64))
-    n = b.shape[0] if step.trans_b else (b.shape[1] if b.ndim == 2 else 1)
-    if (b.shape[1] if step.trans_b else b.shape[0]) != k or int(np.prod(out.shape, dtype=np.int64)) != m * n:
+    if b.ndim == 1:
+        b = b.reshape(k, 1) if b.flags.c_contiguous else b[:, None]
+    if step.trans_b:
+        b = b.T
+    n = b.shape[1]
+    if b.shape[0] != k or out.size != m * n:
         raise Unplannable(f"{step.kind} of shapes {a.shape} and {b.shape}")
-    bias_row_stride = 0
-    if bias is not None:
-        if tuple(bias.shape) in ((n,), (1, n)):
-            bias_row_stride = 0
-        elif int(np.prod(bias.shape, dtype=np.int64)) == m * n and tuple(bias.shape)[-1:] == (n,) and \
-                tuple(bias.shape) == tuple(out.shape):
-            bias_row_stride = n
-        else:
-            raise Unplannable(f"{step.kind} with a bias of shape {bias.shape}")
-    ldb = k if step.trans_b else n
-    values = (m, n, k, max(k, 1), max(ldb, 1), max(n, 1), bias_row_stride)
+    trans_a, lda = _operand(a.reshape(m, k) if a.flags.c_contiguous else a, m, k)
+    trans_b, ldb = _operand(b, k, n)
+    values = (trans_a, trans_b, m, n, k, lda, ldb, max(n, 1), _bias_rows(bias, m, n))
     ints[step.dims:step.dims + len(GEMM_SLOTS)] = list(values)
+
+
+def _operand(x: np.ndarray, rows: int, cols: int) -> tuple[int, int]:
+    """(transpose flag, leading dimension) of a (rows, cols) matrix stored row-major or as the
+    transpose of a row-major matrix."""
+    size = x.itemsize
+    if x.ndim != 2:
+        raise Unplannable("a GEMM operand that is not a matrix")
+    if (rows <= 1 or x.strides[0] == cols * size) and (cols <= 1 or x.strides[1] == size):
+        return NO_TRANS, max(cols, 1)
+    if (cols <= 1 or x.strides[1] == rows * size) and (rows <= 1 or x.strides[0] == size):
+        return TRANS, max(rows, 1)
+    raise Unplannable("a GEMM operand with other strides")
+
+
+def _bias_rows(bias, m: int, n: int) -> int:
+    """Elements between the bias rows added to C's rows (0: one row for all)."""
+    if bias is None:
+        return 0
+    if bias.ndim == 1 and bias.shape == (n,) and (n <= 1 or bias.strides[0] == bias.itemsize):
+        return 0
+    if bias.ndim == 2 and bias.shape[1] == n and bias.shape[0] in (1, m) and (n <= 1 or bias.strides[1] == bias.itemsize):
+        return 0 if bias.shape[0] == 1 else bias.strides[0] // bias.itemsize
+    raise Unplannable(f"a bias of shape {bias.shape}")
 
 
 def _nbytes(meta) -> int:
@@ -593,7 +627,8 @@ class GraphEntry:
             outs.append(o)
             k += 1
         self.fn(local.address, plan.ints, plan.scalars)
-        results = [outs[i] if outs[i].shape == shape else outs[i].reshape(shape) for i, shape in plan.views]
+        results = [outs[i] if outs[i].shape == shape else outs[i].reshape(shape) if strides is None
+                   else np.lib.stride_tricks.as_strided(outs[i], shape, strides) for i, shape, strides in plan.views]
         return results if self._structure is None else [_rebuild(s, results) for s in self._structure]
 
     def _thread_state(self) -> tuple:

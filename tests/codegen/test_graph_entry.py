@@ -99,7 +99,17 @@ def _products():
         "views": (lambda a, b: (a @ b).reshape(2, 6).relu().flatten().unsqueeze(0), (r(3, 5), r(5, 4))),
         "output is a view": (lambda a, b: (a @ b).relu().view(-1), (r(3, 5), r(5, 4))),
         "two outputs, one buffer": (lambda a, b: ((a @ b).relu(), (a @ b).relu().view(12)), (r(3, 5), r(5, 4))),
-        "chain": (lambda a, b, c: ((a @ b).sigmoid() @ c).softmax(-1), (r(3, 5), r(5, 4), r(4, 5))),
+        "chain": (lambda a, b: ((a @ b).sigmoid() @ b.t()).softmax(-1), (r(3, 5), r(5, 4))),
+        "matmul b.t()": (lambda a, b: a @ b.t(), (r(3, 5), r(4, 5))),
+        "matmul a.t()": (lambda a, b: (a.t() @ b).relu(), (r(5, 3), r(5, 4))),
+        "matmul a.t() @ b.t()": (lambda a, b: a.transpose(0, 1) @ b.t(), (r(5, 3), r(4, 5))),
+        "matmul a.t(), one column": (lambda a, b: a.t() @ b, (r(5, 3), r(5, 1))),
+        "matmul a.t(), one row": (lambda a, b: a.t() @ b.t(), (r(5, 1), r(4, 5))),
+        "linear of a transposed weight": (lambda x, w: ts.nn.functional.linear(x, w.t()), (r(3, 5), r(5, 4))),
+        "transposed output": (lambda a, b: (a @ b).relu().t(), (r(3, 5), r(5, 4))),
+        "permuted kernel input": (lambda a, b: (a @ b).reshape(3, 2, 2).permute(2, 0, 1) * 2, (r(3, 5), r(5, 4))),
+        "expanded kernel input": (lambda a, b, c: (a @ b) + c.expand(3, 4), (r(3, 5), r(5, 4), r(1, 4))),
+        "expanded bias": (lambda c, a, b: ts.addmm(c.expand(3, 4), a, b), (r(4), r(3, 5), r(5, 4))),
     }
 
 
@@ -125,6 +135,15 @@ def test_addmm_with_other_beta_runs_in_the_executor():
     cm = ts.jit.compile(fn, (c, a, b))
     assert_close(cm(c, a, b).numpy(), fn(c, a, b).numpy(), rtol=1e-5, atol=1e-5)
     assert not _entry_ran(cm)  # no plan for it: the executor ran it
+
+
+def test_reshape_of_a_transpose_runs_in_the_executor():
+    rng = np.random.default_rng(0)
+    a, b = (ts.from_numpy(rng.standard_normal(s).astype(np.float32)) for s in ((3, 4), (4, 6)))
+    fn = lambda a, b: ((a.t() @ a).t().reshape(2, 8) @ b.t().reshape(8, 3)).relu()
+    cm = ts.jit.compile(fn, (a, b))
+    assert_close(cm(a, b).numpy(), fn(a, b).numpy(), rtol=1e-5, atol=1e-5)
+    assert not _entry_ran(cm)  # reshaping a transposed tensor copies it: the executor does
 
 
 def test_batched_matmul_runs_in_the_executor():

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from tscript_runtime.graph_entry import GEMM_SLOTS, EntryLayout, GemmStep, KernelStep
+from tscript_runtime.graph_entry import GEMM_SLOTS, NO_TRANS, TRANS, EntryLayout, GemmStep, KernelStep
 
 I8, I32, I64, F64 = ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.DoubleType()
 I8P = I8.as_pointer()
 FLOATS = {"cblas_sgemm": ir.FloatType(), "cblas_dgemm": ir.DoubleType()}
-ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
+ROW_MAJOR = 101
 
 
 def build_entry(module: ir.Module, layout: EntryLayout, name: str) -> None:
@@ -57,62 +57,78 @@ class _Emitter:
 
     def gemm(self, step: GemmStep) -> None:
         b = self.b
-        m, n, k, lda, ldb, ldc, bias_rows = (self.plan(step.dims + i) for i in range(len(GEMM_SLOTS)))
-        fty = FLOATS[step.function]
-        size = I64(8 if fty == F64 else 4)
-        work = b.and_(b.icmp_signed(">", m, I64(0)), b.icmp_signed(">", n, I64(0)))
-        with b.if_then(work):
-            c = self.pointer(step.out)
-            beta = fty(0.0)
-            if step.bias is not None:
-                self._fill_rows(c, self.pointer(step.bias), m, b.mul(n, size), b.mul(bias_rows, size))
-                beta = fty(1.0)
-            a, bm, c = (b.bitcast(self.pointer(v), fty.as_pointer()) for v in (step.a, step.b, step.out))
-            self._product(step, fty, m, n, k, lda, ldb, ldc, a, bm, c, beta)
+        fn = _product_function(self.module, step.function)
+        bias = self.pointer(step.bias) if step.bias is not None else ir.Constant(I8P, None)
+        b.call(fn, [b.gep(self.plan_p, [I64(step.dims)]), self.pointer(step.a), self.pointer(step.b),
+                    self.pointer(step.out), bias])
 
-    def _product(self, step, fty, m, n, k, lda, ldb, ldc, a, bm, c, beta) -> None:
-        """C = A @ op(B) + beta C: GEMV when C is one row or one column (BLAS's GEMM is slower
-        there), else GEMM."""
-        b = self.b
-        gemv = self._declare(step.function.replace("gemm", "gemv"), fty)
+
+def _product_function(module: ir.Module, function: str) -> ir.Function:
+    """`void <function>_step(i64* dims, i8* a, i8* b, i8* c, i8* bias)`, defined once per module: C =
+    op(A) @ op(B) (+ the bias rows, when `bias` is not null) with the plan's GEMM_SLOTS at `dims`;
+    BLAS's GEMV when C is one row or one column (its GEMM is slower there)."""
+    name = f"{function}_step"
+    try:
+        return module.get_global(name)
+    except KeyError:
+        pass
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), I8P, I8P, I8P, I8P]), name)
+    fn.linkage = "internal"
+    dims_p, a8, b8, c8, bias = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    ta, tb, m, n, k, lda, ldb, ldc, bias_rows = (b.load(b.gep(dims_p, [I64(i)])) for i in range(len(GEMM_SLOTS)))
+    ta, tb = b.trunc(ta, I32), b.trunc(tb, I32)
+    fty = FLOATS[function]
+    size = I64(8 if fty == F64 else 4)
+    with b.if_then(b.and_(b.icmp_signed(">", m, I64(0)), b.icmp_signed(">", n, I64(0)))):
+        has_bias = b.icmp_unsigned("!=", bias, ir.Constant(I8P, None))
+        with b.if_then(has_bias):
+            _fill_rows(module, fn, b, c8, bias, m, b.mul(n, size), b.mul(bias_rows, size))
+        beta = b.select(has_bias, fty(1.0), fty(0.0))
+        a, bm, c = (b.bitcast(p, fty.as_pointer()) for p in (a8, b8, c8))
+        gemv, gemm = _blas(module, function.replace("gemm", "gemv"), fty), _blas(module, function, fty)
         one, unit = fty(1.0), I64(1)
+        no, yes = I32(NO_TRANS), I32(TRANS)
         with b.if_else(b.icmp_signed("==", m, unit)) as (row, other):
-            with row:  # c = op(B)^T a: B is (N, K) for linear, (K, N) otherwise
-                rows, cols = (n, k) if step.trans_b else (k, n)
-                b.call(gemv, [I32(ROW_MAJOR), I32(NO_TRANS if step.trans_b else TRANS), rows, cols, one, bm, ldb, a,
-                              unit, beta, c, unit])
+            with row:  # c = op(B)^T a
+                plain = b.icmp_signed("==", tb, no)
+                b.call(gemv, [I32(ROW_MAJOR), b.select(plain, yes, no), b.select(plain, k, n), b.select(plain, n, k),
+                              one, bm, ldb, a, unit, beta, c, unit])
             with other:
                 with b.if_else(b.icmp_signed("==", n, unit)) as (column, full):
-                    with column:  # c = A b, b contiguous (K values)
-                        b.call(gemv, [I32(ROW_MAJOR), I32(NO_TRANS), m, k, one, a, lda, bm, unit, beta, c, unit])
+                    with column:  # c = op(A) b
+                        plain = b.icmp_signed("==", ta, no)
+                        b.call(gemv, [I32(ROW_MAJOR), b.select(plain, no, yes), b.select(plain, m, k),
+                                      b.select(plain, k, m), one, a, lda, bm, unit, beta, c, unit])
                     with full:
-                        gemm = self._declare(step.function, fty)
-                        b.call(gemm, [I32(ROW_MAJOR), I32(NO_TRANS), I32(TRANS if step.trans_b else NO_TRANS), m, n, k,
-                                      one, a, lda, bm, ldb, beta, c, ldc])
+                        b.call(gemm, [I32(ROW_MAJOR), ta, tb, m, n, k, one, a, lda, bm, ldb, beta, c, ldc])
+    b.ret_void()
+    return fn
 
-    def _fill_rows(self, c, bias, rows, row_bytes, bias_step) -> None:
-        """C[i, :] = bias row i (bias_step 0: the same row for every i), as memcpy of row_bytes each."""
-        b = self.b
-        memcpy = self.module.declare_intrinsic("llvm.memcpy", [I8P, I8P, I64])
-        header = b.block
-        loop, done = self.fn.append_basic_block("fill"), self.fn.append_basic_block("filled")
-        b.branch(loop)
-        b.position_at_end(loop)
-        i = b.phi(I64)
-        i.add_incoming(I64(0), header)
-        b.call(memcpy, [b.gep(c, [b.mul(i, row_bytes)]), b.gep(bias, [b.mul(i, bias_step)]), row_bytes, ir.IntType(1)(0)])
-        nxt = b.add(i, I64(1), flags=["nuw", "nsw"])
-        i.add_incoming(nxt, b.block)
-        b.cbranch(b.icmp_signed("<", nxt, rows), loop, done)
-        b.position_at_end(done)
 
-    def _declare(self, name: str, fty) -> ir.Function:
-        """cblas_?gemm(order, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) or
-        cblas_?gemv(order, trans, M, N, alpha, A, lda, x, incx, beta, y, incy); ILP64 integers."""
-        try:
-            return self.module.get_global(name)
-        except KeyError:
-            fp = fty.as_pointer()
-            args = [I32, I32, I32, I64, I64, I64, fty, fp, I64, fp, I64, fty, fp, I64] if name.endswith("gemm") else \
-                [I32, I32, I64, I64, fty, fp, I64, fp, I64, fty, fp, I64]
-            return ir.Function(self.module, ir.FunctionType(ir.VoidType(), args), name)
+def _fill_rows(module, fn, b, c, bias, rows, row_bytes, bias_step) -> None:
+    """C[i, :] = bias row i (bias_step 0: the same row for every i), as memcpy of row_bytes each."""
+    memcpy = module.declare_intrinsic("llvm.memcpy", [I8P, I8P, I64])
+    header = b.block
+    loop, done = fn.append_basic_block("fill"), fn.append_basic_block("filled")
+    b.branch(loop)
+    b.position_at_end(loop)
+    i = b.phi(I64)
+    i.add_incoming(I64(0), header)
+    b.call(memcpy, [b.gep(c, [b.mul(i, row_bytes)]), b.gep(bias, [b.mul(i, bias_step)]), row_bytes, ir.IntType(1)(0)])
+    nxt = b.add(i, I64(1), flags=["nuw", "nsw"])
+    i.add_incoming(nxt, b.block)
+    b.cbranch(b.icmp_signed("<", nxt, rows), loop, done)
+    b.position_at_end(done)
+
+
+def _blas(module: ir.Module, name: str, fty) -> ir.Function:
+    """cblas_?gemm(order, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) or
+    cblas_?gemv(order, trans, M, N, alpha, A, lda, x, incx, beta, y, incy); ILP64 integers."""
+    try:
+        return module.get_global(name)
+    except KeyError:
+        fp = fty.as_pointer()
+        args = [I32, I32, I32, I64, I64, I64, fty, fp, I64, fp, I64, fty, fp, I64] if name.endswith("gemm") else \
+            [I32, I32, I64, I64, fty, fp, I64, fp, I64, fty, fp, I64]
+        return ir.Function(module, ir.FunctionType(ir.VoidType(), args), name)
