@@ -330,6 +330,10 @@ class Plan:
     arena: int                # bytes of arena the entry uses
     outputs: list             # (shape, dtype) of each output root
     views: list               # per tensor output: (index into outputs, shape, byte strides or None)
+    direct: bool = False      # are the output roots the graph's outputs as they are?
+
+    def __post_init__(self):
+        self.address, self.scalars_address = ctypes.addressof(self.ints), ctypes.addressof(self.scalars)
 
 
 class Unplannable(Exception):
@@ -351,7 +355,8 @@ def make_plan(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> 
     outputs = [(tuple(env[r].shape), np.dtype(env[r].dtype)) for r in layout.outputs]
     views = [(layout.outputs.index(layout.root_of[o]), env[o].shape,
               None if env[o].flags.c_contiguous else env[o].strides) for o in layout.results]
-    return Plan(ints, scalars, arena, outputs, views)
+    direct = not layout.containers and [(i, shape, None) for i, (shape, _) in enumerate(outputs)] == views
+    return Plan(ints, scalars, arena, outputs, views, direct)
 
 
 def _evaluate(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> tuple[dict, dict]:
@@ -626,7 +631,9 @@ class GraphEntry:
             bases[k] = data_pointer(o)
             outs.append(o)
             k += 1
-        self.fn(local.address, plan.ints, plan.scalars)
+        self.fn(local.address, plan.address, plan.scalars_address)
+        if plan.direct:
+            return outs
         results = [outs[i] if outs[i].shape == shape else outs[i].reshape(shape) if strides is None
                    else np.lib.stride_tricks.as_strided(outs[i], shape, strides) for i, shape, strides in plan.views]
         return results if self._structure is None else [_rebuild(s, results) for s in self._structure]
