@@ -67,9 +67,16 @@ GEMMS = {
     "aten::mm": Gemm(a=0, b=1, bias=None, trans_b=False),
     "aten::addmm": Gemm(a=1, b=2, bias=0, trans_b=False, units=(3, 4)),
 }
+# Convolutions (im2col into arena scratch, then one GEMM per image) and max-pooling (a native kernel).
+CONVS = {"aten::conv2d": "tscript_conv2d"}
+POOLS = {"aten::max_pool2d": "tscript_max_pool2d"}
+GEOMETRY = ("C", "H", "W", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "OH", "OW")  # C: planes for pools
+CONV_SLOTS = GEOMETRY + ("N", "O", "K", "L", "scratch")
+_WINDOWS = False  # TEMPORARY: until the im2col / max-pool kernels land
 GEMM_SLOTS = ("trans_a", "trans_b", "M", "N", "K", "lda", "ldb", "ldc", "bias_row_stride")
 NO_TRANS, TRANS = 111, 112  # CBLAS_TRANSPOSE
 GEMM_DTYPES = {dt.float32: "cblas_sgemm", dt.float64: "cblas_dgemm"}
+FLOAT_SUFFIX = {dt.float32: "f32", dt.float64: "f64"}
 ALIGN = 64
 _TENSOR_TYPE = re.compile(r"(Tensor|Float|Double|Int|Long|Bool)(\(|\Z)")
 _TYPE_DTYPES = {"Float": dt.float32, "Double": dt.float64, "Int": dt.int32, "Long": dt.int64, "Bool": dt.bool_}
@@ -110,6 +117,19 @@ class GemmStep:
     function: str            # cblas_sgemm / cblas_dgemm
     trans_b: bool
     dims: int = 0            # plan slot of GEMM_SLOTS
+
+
+@dataclass
+class WindowStep:
+    """conv2d (input, weight, bias) or max_pool2d (input): GEOMETRY-based native code."""
+    node: int
+    kind: str
+    input: str
+    weight: str | None
+    bias: str | None
+    out: str
+    function: str            # tscript_conv2d_f32, tscript_max_pool2d_f64, ...
+    dims: int = 0            # plan slot of CONV_SLOTS (convolutions) or GEOMETRY (pools)
 
 
 @dataclass
@@ -184,6 +204,8 @@ class EntryLayout:
             self._kernel(index, node, outs)
         elif kind in GEMMS:
             self._gemm(index, node, outs[0])
+        elif (kind in CONVS or kind in POOLS) and _WINDOWS:
+            self._window(index, node, outs[0])
         elif kind in ALIASES or kind in STRIDED_VIEWS:
             if self.kinds.get(ins[0]) != "tensor":
                 raise NotLowerable(f"{kind} of a value that is not a tensor")
@@ -246,6 +268,21 @@ class EntryLayout:
         self._new_root(out, 0)
         self.steps.append(GemmStep(index, node["kind"], ins[g.a], ins[g.b], bias, out, function, g.trans_b))
 
+    def _window(self, index: int, node: dict, out: str) -> None:
+        kind, ins = node["kind"], node["inputs"]
+        suffix = FLOAT_SUFFIX.get(_tensor_type(node["outputs"][0].get("type", ""))[1])
+        if suffix is None:
+            raise NotLowerable(f"{kind} of dtype {node['outputs'][0].get('type')}")
+        tensors = ins[:3] if kind in CONVS else ins[:1]
+        if any(self.kinds.get(v) != "tensor" for v in tensors[:2]):
+            raise NotLowerable(f"{kind} of values that are not tensors")
+        bias = tensors[2] if len(tensors) == 3 and self.kinds.get(tensors[2]) == "tensor" else None
+        weight = tensors[1] if kind in CONVS else None
+        self._tensor_out(node, out)
+        self._new_root(out, 0)
+        name = (CONVS.get(kind) or POOLS[kind]) + "_" + suffix
+        self.steps.append(WindowStep(index, kind, ins[0], weight, bias, out, name))
+
     def _tensor_out(self, node: dict, name: str) -> None:
         if not _tensor_type(next(o for o in node["outputs"] if o["name"] == name).get("type", "Tensor"))[0]:
             raise NotLowerable(f"{node['kind']} output '{name}' is not typed as a tensor")
@@ -285,8 +322,10 @@ class EntryLayout:
                 n_ptrs = len(step.outputs) + len(step.tensors)
                 step.sizes, slot = slot, slot + step.rank * (1 + n_ptrs)
                 step.first_scalar, self.n_scalars = self.n_scalars, self.n_scalars + len(step.scalars)
-            else:
+            elif isinstance(step, GemmStep):
                 step.dims, slot = slot, slot + len(GEMM_SLOTS)
+            else:
+                step.dims, slot = slot, slot + len(CONV_SLOTS if step.kind in CONVS else GEOMETRY)
         self.n_slots = slot
 
     def address(self, value: str) -> Root:
@@ -349,8 +388,10 @@ def make_plan(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> 
     for step in layout.steps:
         if isinstance(step, KernelStep):
             _plan_kernel(step, kernel_plans[step.node], env, ints, scalars)
-        else:
+        elif isinstance(step, GemmStep):
             _plan_gemm(step, nodes[step.node], env, ints)
+        else:
+            _plan_window(step, nodes[step.node], env, ints)
     arena = _place_arena(layout, env, ints)
     outputs = [(tuple(env[r].shape), np.dtype(env[r].dtype)) for r in layout.outputs]
     views = [(layout.outputs.index(layout.root_of[o]), env[o].shape,
@@ -486,6 +527,34 @@ def _bias_rows(bias, m: int, n: int) -> int:
     raise Unplannable(f"a bias of shape {bias.shape}")
 
 
+def _plan_window(step: WindowStep, node: dict, env: dict, ints) -> None:
+    """GEOMETRY (and for convolutions N, O, K, L and the scratch size, replaced by its offset when
+    the arena is placed) of a conv2d / max_pool2d with C-contiguous float operands."""
+    from .ops.conv import _conv_geometry, _pool_geometry
+    x, out = env[step.input], env[step.out]
+    args = [env[v] for v in node["inputs"]]
+    operands = [env[v] for v in (step.input, step.weight, step.bias) if v is not None]
+    if any(not t.flags.c_contiguous or t.dtype != out.dtype for t in operands) or x.ndim not in (3, 4):
+        raise Unplannable(f"{step.kind} of non-contiguous operands or mixed dtypes")
+    image = tuple(x.shape[-3:])
+    if step.kind in CONVS:
+        if args[6] != 1:
+            raise Unplannable("grouped convolution")
+        w = env[step.weight]
+        g = _conv_geometry("conv2d", 2, _meta(x), _meta(w), _meta(env[step.bias]) if step.bias else None, *args[3:7])
+        kernel, planes = tuple(w.shape[2:]), image[0]
+    else:
+        g = _pool_geometry("max_pool2d", _meta(x), *args[1:6])
+        kernel, planes = g.kernel, int(np.prod(x.shape[:-2], dtype=np.int64))
+    geometry = (planes, *image[1:], *kernel, *g.stride, *g.padding, *g.dilation, *g.out)
+    values = list(geometry)
+    if step.kind in CONVS:
+        n = x.shape[0] if x.ndim == 4 else 1
+        k, length = image[0] * kernel[0] * kernel[1], g.out[0] * g.out[1]
+        values += [n, env[step.weight].shape[0], k, length, k * length * x.itemsize]
+    ints[step.dims:step.dims + len(values)] = values
+
+
 def _nbytes(meta) -> int:
     return int(np.prod(meta.shape, dtype=np.int64)) * np.dtype(meta.dtype).itemsize
 
@@ -507,10 +576,18 @@ def _place_arena(layout: EntryLayout, env: dict, ints) -> int:
             size = -(-max(_nbytes(env[v]), 1) // ALIGN) * ALIGN
             offset = _first_fit(live, size)
             live.append((offset, size, v))
-            live.sort()
+            live.sort(key=lambda block: block[:2])
             top = max(top, offset + size)
             ints[root.slot] = offset
-        live = [block for block in live if last.get(block[2], i) > i]
+        if isinstance(step, WindowStep) and step.kind in CONVS:  # im2col scratch, for this step only
+            scratch = step.dims + CONV_SLOTS.index("scratch")
+            size = -(-max(ints[scratch], 1) // ALIGN) * ALIGN
+            offset = _first_fit(live, size)
+            live.append((offset, size, None))
+            live.sort(key=lambda block: block[:2])
+            top = max(top, offset + size)
+            ints[scratch] = offset
+        live = [block for block in live if block[2] is not None and last.get(block[2], i) > i]
     return top
 
 
@@ -530,7 +607,9 @@ def _step_outputs(step) -> list:
 def _step_values(step) -> list:
     if isinstance(step, KernelStep):
         return step.outputs + step.tensors
-    return [step.a, step.b, step.out] + ([step.bias] if step.bias is not None else [])
+    if isinstance(step, GemmStep):
+        return [v for v in (step.a, step.b, step.out, step.bias) if v is not None]
+    return [v for v in (step.input, step.weight, step.bias, step.out) if v is not None]
 
 
 # -- running ---------------------------------------------------------------------------------------------

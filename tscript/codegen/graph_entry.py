@@ -2,9 +2,14 @@
 shape-dependent number from the plan (layout and ABI: tscript_runtime.graph_entry)."""
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir
 
-from tscript_runtime.graph_entry import GEMM_SLOTS, NO_TRANS, TRANS, EntryLayout, GemmStep, KernelStep
+from tscript_runtime.graph_entry import (CONV_SLOTS, CONVS, GEMM_SLOTS, NO_TRANS, TRANS, EntryLayout, GemmStep,
+                                         KernelStep, WindowStep)
+
+from .gemm_kernel import SMALL_M, define_gemm_nt
+from .loops import counted
 
 I8, I32, I64, F64 = ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.DoubleType()
 I8P = I8.as_pointer()
@@ -23,8 +28,10 @@ def build_entry(module: ir.Module, layout: EntryLayout, name: str) -> None:
     for step in layout.steps:
         if isinstance(step, KernelStep):
             emit.kernel(step)
-        else:
+        elif isinstance(step, GemmStep):
             emit.gemm(step)
+        else:
+            emit.window(step)
     emit.b.ret_void()
 
 
@@ -61,6 +68,60 @@ class _Emitter:
         bias = self.pointer(step.bias) if step.bias is not None else ir.Constant(I8P, None)
         b.call(fn, [b.gep(self.plan_p, [I64(step.dims)]), self.pointer(step.a), self.pointer(step.b),
                     self.pointer(step.out), bias])
+
+
+    def window(self, step: WindowStep) -> None:
+        b = self.b
+        dims = b.gep(self.plan_p, [I64(step.dims)])
+        dtype = np.dtype(np.float32 if step.function.endswith("f32") else np.float64)
+        fty = ir.FloatType() if dtype == np.float32 else F64
+        from .conv_kernels import define_max_pool2d
+        if step.kind not in CONVS:
+            fn = define_max_pool2d(self.module, dtype)
+            b.call(fn, [dims, *(b.bitcast(self.pointer(v), fty.as_pointer()) for v in (step.input, step.out))])
+            return
+        fn = _conv_function(self.module, step.function, dtype)
+        arena = b.load(self.bases_p)
+        scratch = b.gep(arena, [self.plan(step.dims + CONV_SLOTS.index("scratch"))])
+        bias = self.pointer(step.bias) if step.bias is not None else ir.Constant(I8P, None)
+        b.call(fn, [dims, self.pointer(step.input), self.pointer(step.weight), bias, self.pointer(step.out), scratch])
+
+
+def _conv_function(module: ir.Module, name: str, dtype) -> ir.Function:
+    """`void <name>(i64* dims, i8* x, i8* w, i8* bias, i8* out, i8* col)`, once per module: per image,
+    im2col into `col` (K, L), `out` rows = bias, then out (O, L) += W (O, K) @ col (CONV_SLOTS at dims)."""
+    try:
+        return module.get_global(name)
+    except KeyError:
+        pass
+    from .conv_kernels import define_im2col
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer()] + [I8P] * 5), name)
+    fn.linkage = "internal"
+    dims_p, x8, w8, bias8, out8, col8 = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    slot = {s: b.load(b.gep(dims_p, [I64(i)])) for i, s in enumerate(CONV_SLOTS) if s in ("C", "H", "W", "N", "O", "K", "L")}
+    fty = ir.FloatType() if dtype == np.float32 else F64
+    fp = fty.as_pointer()
+    im2col, gemm = define_im2col(module, dtype), _blas(module, "cblas_sgemm" if dtype == np.float32 else "cblas_dgemm", fty)
+    x, w, bias, out, col = (b.bitcast(p, fp) for p in (x8, w8, bias8, out8, col8))
+    o, k, length = slot["O"], slot["K"], slot["L"]
+    image, plane = b.mul(b.mul(slot["C"], slot["H"]), slot["W"]), b.mul(o, length)
+    has_bias = b.icmp_unsigned("!=", bias8, ir.Constant(I8P, None))
+    beta = b.select(has_bias, fty(1.0), fty(0.0))
+    with b.if_then(b.icmp_signed(">", plane, I64(0))):
+        with counted(b, fn, I64(0), slot["N"], 1, "image") as n:
+            out_n = b.gep(out, [b.mul(n, plane)])
+            b.call(im2col, [dims_p, b.gep(x, [b.mul(n, image)]), col])
+            with b.if_then(has_bias):
+                with counted(b, fn, I64(0), o, 1, "channel") as c:
+                    value = b.load(b.gep(bias, [c]))
+                    row = b.gep(out_n, [b.mul(c, length)])
+                    with counted(b, fn, I64(0), length, 1, "fill") as i:
+                        b.store(value, b.gep(row, [i], inbounds=True))
+            b.call(gemm, [I32(ROW_MAJOR), I32(NO_TRANS), I32(NO_TRANS), o, length, k, fty(1.0), w, k, col, length,
+                          beta, out_n, length])
+    b.ret_void()
+    return fn
 
 
 def _product_function(module: ir.Module, function: str) -> ir.Function:
@@ -101,7 +162,17 @@ def _product_function(module: ir.Module, function: str) -> ir.Function:
                         b.call(gemv, [I32(ROW_MAJOR), b.select(plain, no, yes), b.select(plain, m, k),
                                       b.select(plain, k, m), one, a, lda, bm, unit, beta, c, unit])
                     with full:
-                        b.call(gemm, [I32(ROW_MAJOR), ta, tb, m, n, k, one, a, lda, bm, ldb, beta, c, ldc])
+                        blas = [I32(ROW_MAJOR), ta, tb, m, n, k, one, a, lda, bm, ldb, beta, c, ldc]
+                        if function != "cblas_sgemm":
+                            b.call(gemm, blas)
+                        else:  # few rows of a linear layer: our kernel (gemm_kernel.py)
+                            small = b.and_(b.and_(b.icmp_signed("==", ta, no), b.icmp_signed("==", tb, yes)),
+                                           b.and_(b.icmp_signed(">=", m, I64(3)), b.icmp_signed("<=", m, I64(SMALL_M))))
+                            with b.if_else(small) as (mine, theirs):
+                                with mine:
+                                    b.call(define_gemm_nt(module), [a, bm, c, m, n, k, lda, ldb, ldc, has_bias])
+                                with theirs:
+                                    b.call(gemm, blas)
     b.ret_void()
     return fn
 
@@ -109,17 +180,9 @@ def _product_function(module: ir.Module, function: str) -> ir.Function:
 def _fill_rows(module, fn, b, c, bias, rows, row_bytes, bias_step) -> None:
     """C[i, :] = bias row i (bias_step 0: the same row for every i), as memcpy of row_bytes each."""
     memcpy = module.declare_intrinsic("llvm.memcpy", [I8P, I8P, I64])
-    header = b.block
-    loop, done = fn.append_basic_block("fill"), fn.append_basic_block("filled")
-    b.branch(loop)
-    b.position_at_end(loop)
-    i = b.phi(I64)
-    i.add_incoming(I64(0), header)
-    b.call(memcpy, [b.gep(c, [b.mul(i, row_bytes)]), b.gep(bias, [b.mul(i, bias_step)]), row_bytes, ir.IntType(1)(0)])
-    nxt = b.add(i, I64(1), flags=["nuw", "nsw"])
-    i.add_incoming(nxt, b.block)
-    b.cbranch(b.icmp_signed("<", nxt, rows), loop, done)
-    b.position_at_end(done)
+    with counted(b, fn, I64(0), rows, 1, "fill") as i:
+        b.call(memcpy, [b.gep(c, [b.mul(i, row_bytes)]), b.gep(bias, [b.mul(i, bias_step)]), row_bytes,
+                        ir.IntType(1)(0)])
 
 
 def _blas(module: ir.Module, name: str, fty) -> ir.Function:
