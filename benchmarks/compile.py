@@ -241,5 +241,5 @@ def training_step() -> Case:
 
 
 def cases() -> list[Case]:
-    return [mlp_inference(1), mlp_inference(256), gelu(), layer_norm_softmax(), small_cnn(), add_chain(),
+    return [mlp_inference(1), mlp_inference(16), mlp_inference(256), gelu(), layer_norm_softmax(), small_cnn(), add_chain(),
             *compile_time(), training_step()]
