@@ -666,6 +666,38 @@ class GraphEntry:
 
     def run(self, args: list):
         """The graph's outputs for `args`, or None (run the executor instead)."""
+        found = self._plan_of(args)
+        if found is None:
+            return None
+        plan, tensors, local, bases = found
+        if local.arena.nbytes < plan.arena:
+            local.arena = np.empty(plan.arena, np.uint8)
+            bases[0] = data_pointer(local.arena)
+        k = 1
+        for a in tensors:
+            bases[k] = data_pointer(a)
+            k += 1
+        k = self._n_bases - len(plan.outputs)
+        outs = []
+        for shape, dtype in plan.outputs:
+            o = np.empty(shape, dtype)
+            bases[k] = data_pointer(o)
+            outs.append(o)
+            k += 1
+        self.fn(local.address, plan.address, plan.scalars_address)
+        if plan.direct:
+            return outs
+        results = [outs[i] if outs[i].shape == shape else outs[i].reshape(shape) if strides is None
+                   else np.lib.stride_tricks.as_strided(outs[i], shape, strides) for i, shape, strides in plan.views]
+        return results if self._structure is None else [_rebuild(s, results) for s in self._structure]
+
+    def prepare(self, args: list) -> bool:
+        """Make the plan for the signature of `args` now (a first run then costs what later ones do);
+        False when that signature is for the executor."""
+        return self._plan_of(args) is not None
+
+    def _plan_of(self, args: list):
+        """(plan, C-contiguous tensor inputs, thread state, pointer array), or None."""
         tensors = []
         for i in self.layout.inputs:
             a = args[i]
@@ -696,26 +728,7 @@ class GraphEntry:
             return None
         if plan is None:
             return None
-        if local.arena.nbytes < plan.arena:
-            local.arena = np.empty(plan.arena, np.uint8)
-            bases[0] = data_pointer(local.arena)
-        k = 1
-        for a in tensors:
-            bases[k] = data_pointer(a)
-            k += 1
-        k = self._n_bases - len(plan.outputs)
-        outs = []
-        for shape, dtype in plan.outputs:
-            o = np.empty(shape, dtype)
-            bases[k] = data_pointer(o)
-            outs.append(o)
-            k += 1
-        self.fn(local.address, plan.address, plan.scalars_address)
-        if plan.direct:
-            return outs
-        results = [outs[i] if outs[i].shape == shape else outs[i].reshape(shape) if strides is None
-                   else np.lib.stride_tricks.as_strided(outs[i], shape, strides) for i, shape, strides in plan.views]
-        return results if self._structure is None else [_rebuild(s, results) for s in self._structure]
+        return plan, tensors, local, bases
 
     def _thread_state(self) -> tuple:
         """This thread's pointer array (tensor constants filled in) and arena."""

@@ -194,6 +194,7 @@ def test_saved_model_runs_the_entry_in_the_runtime(mlp, tmp_path):
     loaded = tscript_runtime.load(tmp_path / "mlp.tsm")
     state = loaded.native["forward"]
     assert state.graph_entry is not None and "one native call" in state.describe()
+    assert list(state.graph_entry._plans.values())[0] is not None  # planned at load for the example shapes
     x = np.random.default_rng(4).standard_normal((4, 6)).astype(np.float32)
     np.testing.assert_allclose(loaded.run(x), _numpy_mlp(model, x), rtol=1e-5, atol=1e-5)
     assert any(p is not None for p in state.graph_entry._plans.values())
