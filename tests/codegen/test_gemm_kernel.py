@@ -1,6 +1,6 @@
-"""The register-blocked C = A @ B^T kernel (tscript/codegen/gemm_kernel.py) against numpy: every
-remainder of the 4x4 / 2 / 1 blocking and of the 16-float vector loop, leading dimensions larger
-than the rows, and accumulation into C (what a bias prefill relies on)."""
+"""The register-blocked GEMM kernels (tscript/codegen/gemm_kernel.py: C = A @ B^T and C = A @ B)
+against numpy: every remainder of the row and column blocking and of the 16-float vector loops,
+leading dimensions larger than the rows, and accumulation into C (what a bias prefill relies on)."""
 import ctypes
 
 import numpy as np
@@ -9,22 +9,32 @@ from hypothesis import given, settings, strategies as st
 from llvmlite import ir
 
 from tscript_runtime import native
-from tscript.codegen.gemm_kernel import NAME, define_gemm_nt
+from tscript.codegen.gemm_kernel import NAME, NN_NAME, define_gemm_nn, define_gemm_nt
 
 
 @pytest.fixture(scope="module")
-def gemm_nt():
-    module = ir.Module("gemm_nt")
-    module.triple = native.host()["triple"]
-    define_gemm_nt(module)
-    library = native.NativeLibrary(native.compile_cached(str(module)), [NAME], set())
-    fn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 3, *[ctypes.c_int64] * 6, ctypes.c_bool)(library.address(NAME))
+def library():
+    return native.NativeLibrary(native.compile_cached(str(_module())), [NAME, NN_NAME], set())
+
+
+def _kernel(library, name: str, transposed: bool):
+    fn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 3, *[ctypes.c_int64] * 6, ctypes.c_bool)(library.address(name))
 
     def run(a, b, c, accumulate):
-        fn(a.ctypes.data, b.ctypes.data, c.ctypes.data, a.shape[0], b.shape[0], a.shape[1],
+        n = b.shape[0] if transposed else b.shape[1]
+        fn(a.ctypes.data, b.ctypes.data, c.ctypes.data, a.shape[0], n, a.shape[1],
            a.strides[0] // 4, b.strides[0] // 4, c.strides[0] // 4, accumulate)
-    run.library = library  # keep the code alive
     return run
+
+
+@pytest.fixture(scope="module")
+def gemm_nt(library):
+    return _kernel(library, NAME, transposed=True)
+
+
+@pytest.fixture(scope="module")
+def gemm_nn(library):
+    return _kernel(library, NN_NAME, transposed=False)
 
 
 def _rows(rng, rows, cols, pad):
@@ -46,21 +56,39 @@ def test_matches_numpy(gemm_nt, m, n, k, pad, accumulate, seed):
         np.testing.assert_array_equal(c.base[:, n:], before[:, n:])
 
 
-def test_a_linear_layer(gemm_nt):
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 9), st.integers(0, 70), st.integers(0, 9), st.integers(0, 3), st.booleans(),
+       st.integers(0, 2**32 - 1))
+def test_nn_matches_numpy(gemm_nn, m, n, k, pad, accumulate, seed):
+    rng = np.random.default_rng(seed)
+    a, b, c = _rows(rng, m, k, pad), _rows(rng, k, n, pad), _rows(rng, m, n, pad)
+    want = (c if accumulate else 0) + a.astype(np.float64) @ b.astype(np.float64)
+    before = c.base.copy()
+    gemm_nn(a, b, c, accumulate)
+    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
+    if pad:
+        np.testing.assert_array_equal(c.base[:, n:], before[:, n:])
+
+
+def test_a_linear_layer(gemm_nt, gemm_nn):
     rng = np.random.default_rng(0)
     x, w = rng.standard_normal((13, 784), dtype=np.float32), rng.standard_normal((512, 784), dtype=np.float32)
     out = np.empty((13, 512), np.float32)
     gemm_nt(x, w, out, False)
     np.testing.assert_allclose(out, x @ w.T, rtol=1e-4, atol=1e-4)
+    wt = np.ascontiguousarray(w.T)
+    gemm_nn(x, wt, out, False)
+    np.testing.assert_allclose(out, x @ wt, rtol=1e-4, atol=1e-4)
 
 
-def test_the_vector_loop_uses_16_float_fma(gemm_nt):
+def test_the_vector_loops_use_16_float_fma():
     asm = native.assembly(str(_module()))
     assert "vfmadd" in asm and "zmm" in asm
 
 
 def _module():
-    module = ir.Module("gemm_nt_asm")
+    module = ir.Module("gemm")
     module.triple = native.host()["triple"]
     define_gemm_nt(module)
+    define_gemm_nn(module)
     return module

@@ -8,7 +8,7 @@ from llvmlite import ir
 from tscript_runtime.graph_entry import (CONV_SLOTS, CONVS, GEMM_SLOTS, NO_TRANS, TRANS, EntryLayout, GemmStep,
                                          KernelStep, WindowStep)
 
-from .gemm_kernel import SMALL_M, define_gemm_nt
+from .gemm_kernel import SMALL_M, define_gemm_nn, define_gemm_nt
 from .loops import counted
 
 I8, I32, I64, F64 = ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.DoubleType()
@@ -165,14 +165,21 @@ def _product_function(module: ir.Module, function: str) -> ir.Function:
                         blas = [I32(ROW_MAJOR), ta, tb, m, n, k, one, a, lda, bm, ldb, beta, c, ldc]
                         if function != "cblas_sgemm":
                             b.call(gemm, blas)
-                        else:  # few rows of a linear layer: our kernel (gemm_kernel.py)
-                            small = b.and_(b.and_(b.icmp_signed("==", ta, no), b.icmp_signed("==", tb, yes)),
-                                           b.and_(b.icmp_signed(">=", m, I64(3)), b.icmp_signed("<=", m, I64(SMALL_M))))
-                            with b.if_else(small) as (mine, theirs):
-                                with mine:
-                                    b.call(define_gemm_nt(module), [a, bm, c, m, n, k, lda, ldb, ldc, has_bias])
-                                with theirs:
-                                    b.call(gemm, blas)
+                        else:  # few rows of A: our kernels (gemm_kernel.py)
+                            few = b.and_(b.icmp_signed(">=", m, I64(3)), b.icmp_signed("<=", m, I64(SMALL_M)))
+                            plain_a = b.icmp_signed("==", ta, no)
+                            nt = b.and_(few, b.and_(plain_a, b.icmp_signed("==", tb, yes)))
+                            nn = b.and_(few, b.and_(plain_a, b.icmp_signed("==", tb, no)))
+                            ours = [a, bm, c, m, n, k, lda, ldb, ldc, has_bias]
+                            with b.if_else(nt) as (transposed, other_layout):
+                                with transposed:
+                                    b.call(define_gemm_nt(module), ours)
+                                with other_layout:
+                                    with b.if_else(nn) as (rowmajor, rest):
+                                        with rowmajor:
+                                            b.call(define_gemm_nn(module), ours)
+                                        with rest:
+                                            b.call(gemm, blas)
     b.ret_void()
     return fn
 
