@@ -42,18 +42,22 @@ def _rows(rng, rows, cols, pad):
     return rng.standard_normal((rows, cols + pad)).astype(np.float32)[:, :cols]
 
 
+def _check(kernel, a, b, c, want_product, accumulate):
+    """Run `kernel`; C must be (C +) the product, and the padding between C's rows untouched."""
+    want = (c if accumulate else 0) + want_product
+    before = c.base.copy()
+    kernel(a, b, c, accumulate)
+    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(c.base[:, c.shape[1]:], before[:, c.shape[1]:])
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 9), st.integers(0, 9), st.integers(0, 40), st.integers(0, 3), st.booleans(),
        st.integers(0, 2**32 - 1))
-def test_matches_numpy(gemm_nt, m, n, k, pad, accumulate, seed):
+def test_nt_matches_numpy(gemm_nt, m, n, k, pad, accumulate, seed):
     rng = np.random.default_rng(seed)
     a, b, c = _rows(rng, m, k, pad), _rows(rng, n, k, pad), _rows(rng, m, n, pad)
-    want = (c if accumulate else 0) + a.astype(np.float64) @ b.T.astype(np.float64)
-    before = c.base.copy()
-    gemm_nt(a, b, c, accumulate)
-    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
-    if pad:  # the padding between rows is untouched
-        np.testing.assert_array_equal(c.base[:, n:], before[:, n:])
+    _check(gemm_nt, a, b, c, a.astype(np.float64) @ b.T.astype(np.float64), accumulate)
 
 
 @settings(max_examples=60, deadline=None)
@@ -62,12 +66,7 @@ def test_matches_numpy(gemm_nt, m, n, k, pad, accumulate, seed):
 def test_nn_matches_numpy(gemm_nn, m, n, k, pad, accumulate, seed):
     rng = np.random.default_rng(seed)
     a, b, c = _rows(rng, m, k, pad), _rows(rng, k, n, pad), _rows(rng, m, n, pad)
-    want = (c if accumulate else 0) + a.astype(np.float64) @ b.astype(np.float64)
-    before = c.base.copy()
-    gemm_nn(a, b, c, accumulate)
-    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
-    if pad:
-        np.testing.assert_array_equal(c.base[:, n:], before[:, n:])
+    _check(gemm_nn, a, b, c, a.astype(np.float64) @ b.astype(np.float64), accumulate)
 
 
 def test_a_linear_layer(gemm_nt, gemm_nn):
