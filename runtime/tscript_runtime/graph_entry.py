@@ -72,7 +72,6 @@ CONVS = {"aten::conv2d": "tscript_conv2d"}
 POOLS = {"aten::max_pool2d": "tscript_max_pool2d"}
 GEOMETRY = ("C", "H", "W", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "OH", "OW")  # C: planes for pools
 CONV_SLOTS = GEOMETRY + ("N", "O", "K", "L", "scratch")
-_WINDOWS = False  # TEMPORARY: until the im2col / max-pool kernels land
 GEMM_SLOTS = ("trans_a", "trans_b", "M", "N", "K", "lda", "ldb", "ldc", "bias_row_stride")
 NO_TRANS, TRANS = 111, 112  # CBLAS_TRANSPOSE
 GEMM_DTYPES = {dt.float32: "cblas_sgemm", dt.float64: "cblas_dgemm"}
@@ -204,7 +203,7 @@ class EntryLayout:
             self._kernel(index, node, outs)
         elif kind in GEMMS:
             self._gemm(index, node, outs[0])
-        elif (kind in CONVS or kind in POOLS) and _WINDOWS:
+        elif kind in CONVS or kind in POOLS:
             self._window(index, node, outs[0])
         elif kind in ALIASES or kind in STRIDED_VIEWS:
             if self.kinds.get(ins[0]) != "tensor":

@@ -155,11 +155,62 @@ def test_batched_matmul_runs_in_the_executor():
 
 def test_graphs_with_other_ops_have_no_entry_and_still_run():
     x = ts.randn(2, 3, 8, 8)
-    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.MaxPool2d(2)).eval()
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.AvgPool2d(2)).eval()
     cm = ts.jit.compile(model, (x,))
     assert cm._entry is None
     with ts.no_grad():
         assert_close(cm(x).numpy(), model(x).numpy(), rtol=1e-4, atol=1e-5)
+
+
+F = ts.nn.functional
+WINDOWS = {
+    "conv 3x3 pad 1 + relu + pool": (lambda x, w, b: F.max_pool2d(F.conv2d(x, w, b, padding=1).relu(), 2),
+                                     ((2, 3, 9, 9), (4, 3, 3, 3), (4,))),
+    "conv stride 2, no bias": (lambda x, w: F.conv2d(x, w, stride=2), ((2, 3, 9, 8), (5, 3, 3, 3))),
+    "conv dilation 2, padding (1, 2)": (lambda x, w, b: F.conv2d(x, w, b, padding=(1, 2), dilation=2),
+                                        ((1, 2, 7, 7), (3, 2, 3, 2), (3,))),
+    "conv 1x1": (lambda x, w, b: F.conv2d(x, w, b), ((3, 4, 5, 5), (6, 4, 1, 1), (6,))),
+    "conv unbatched": (lambda x, w, b: F.conv2d(x, w, b, padding=1), ((3, 6, 6), (2, 3, 3, 3), (2,))),
+    "conv then linear": (lambda x, w, v: F.linear(F.conv2d(x, w).flatten(1), v),
+                         ((4, 2, 5, 5), (3, 2, 3, 3), (7, 27))),
+    "pool 3x3 stride 2 pad 1": (lambda x: F.max_pool2d(x, 3, 2, 1), ((2, 3, 9, 9),)),
+    "pool ceil_mode": (lambda x: F.max_pool2d(x, 2, ceil_mode=True) * 2, ((2, 3, 7, 5),)),
+    "pool dilation 2": (lambda x: F.max_pool2d(x, 2, 1, 0, 2), ((1, 2, 6, 6),)),
+    "pool unbatched": (lambda x: F.max_pool2d(x, 2), ((3, 6, 6),)),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", list(WINDOWS))
+def test_conv_and_pool_match_eager(name, dtype):
+    fn, shapes = WINDOWS[name]
+    rng = np.random.default_rng(len(name))
+    args = tuple(ts.from_numpy(rng.standard_normal(s).astype(dtype)) for s in shapes)
+    cm = ts.jit.compile(fn, args)
+    got = cm(*args)
+    assert _entry_ran(cm), f"{name} did not run through the entry:\n{cm.graph}"
+    assert_close(got.numpy(), fn(*args).numpy(), rtol=1e-4 if dtype == "float32" else 1e-10, atol=1e-5)
+
+
+def test_grouped_conv_runs_in_the_executor():
+    rng = np.random.default_rng(0)
+    x, w = (ts.from_numpy(rng.standard_normal(s).astype(np.float32)) for s in ((2, 4, 6, 6), (4, 2, 3, 3)))
+    fn = lambda x, w: F.conv2d(x, w, groups=2).relu()
+    cm = ts.jit.compile(fn, (x, w))
+    assert_close(cm(x, w).numpy(), fn(x, w).numpy(), rtol=1e-4, atol=1e-5)
+    assert not _entry_ran(cm)
+
+
+def test_cnn_model_with_dynamic_batch():
+    ts.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(8, 4, 3),
+                          nn.ReLU(), nn.Flatten(), nn.Linear(4 * 2 * 2, 5)).eval()
+    cm = ts.jit.compile(model, (ts.randn(2, 3, 8, 8),), dynamic={0: [0]})
+    for batch in (1, 3, 0):
+        x = ts.randn(batch, 3, 8, 8)
+        with ts.no_grad():
+            assert_close(cm(x).numpy(), model(x).numpy(), rtol=1e-4, atol=1e-5)
+    assert _entry_ran(cm)
 
 
 def test_shape_errors_name_the_op():

@@ -8,6 +8,7 @@ from llvmlite import ir
 from tscript_runtime.graph_entry import (CONV_SLOTS, CONVS, GEMM_SLOTS, NO_TRANS, TRANS, EntryLayout, GemmStep,
                                          KernelStep, WindowStep)
 
+from .conv_kernels import define_im2col, define_max_pool2d
 from .gemm_kernel import SMALL_M, define_gemm_nn, define_gemm_nt
 from .loops import counted
 
@@ -75,7 +76,6 @@ class _Emitter:
         dims = b.gep(self.plan_p, [I64(step.dims)])
         dtype = np.dtype(np.float32 if step.function.endswith("f32") else np.float64)
         fty = ir.FloatType() if dtype == np.float32 else F64
-        from .conv_kernels import define_max_pool2d
         if step.kind not in CONVS:
             fn = define_max_pool2d(self.module, dtype)
             b.call(fn, [dims, *(b.bitcast(self.pointer(v), fty.as_pointer()) for v in (step.input, step.out))])
@@ -94,7 +94,6 @@ def _conv_function(module: ir.Module, name: str, dtype) -> ir.Function:
         return module.get_global(name)
     except KeyError:
         pass
-    from .conv_kernels import define_im2col
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer()] + [I8P] * 5), name)
     fn.linkage = "internal"
     dims_p, x8, w8, bias8, out8, col8 = fn.args
