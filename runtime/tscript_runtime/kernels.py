@@ -11,6 +11,10 @@ A kernel is described by a `LaunchSpec` (saved models store it as JSON in their 
 `inputs` gives the kind of each input of the fusion group in order, `input_dtypes` the dtype of
 each tensor input (the kernel reads memory as that type, so anything else is refused); `out_row`
 marks row kernels whose outputs hold one value per row (last dim of size 1).
+
+Elementwise kernels loop over the iteration dims in the order `loop_order.plan` picks for each
+layout (transposed inputs next to the innermost dim, contiguous dims merged); a row kernel's order
+is fixed.
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import dtypes as dt
+from . import dtypes as dt, loop_order
 from .errors import ModelError, OpRuntimeError
 
 _SIG = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
@@ -89,6 +93,7 @@ class _Plan:
 
 
 SPLIT_MIN = 1 << 18  # elements: below this, handing half the work to another thread costs more than it saves
+SPLIT_ALIGN = 16  # halves of long dims start at a multiple of this (whole vectors and kernel tiles)
 _pool = None
 
 
@@ -108,7 +113,7 @@ class FusedKernel:
                  in_dtypes: list | None = None, name: str = "fused kernel", row: bool = False):
         self.fn = _SIG(address)
         self.name = name
-        self.splittable = rank >= (2 if row else 1)  # dim 0 is never reduced: two threads may share it
+        self.row = row  # a row kernel: its last dim is reduced, so its loop order is fixed
         self.out_row = out_row  # row kernels may output one value per row (last dim of size 1)
         self.rank, self.kinds = rank, inputs
         self.out_dtypes = [np.dtype(d) for d in out_dtypes]
@@ -142,7 +147,7 @@ class FusedKernel:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _run_halves(self, plan, ptrs, scalars) -> None:
-        """The two halves of dim 0 at once: the second on the worker thread (ctypes drops the GIL)."""
+        """The two halves of the split dim at once: the second on the worker thread (ctypes drops the GIL)."""
         local = self._local
         try:
             second = local.second
@@ -198,18 +203,32 @@ class FusedKernel:
         plan = _Plan()
         plan.out_shape = iteration[:-1] + (1,) if self.out_row and r else iteration
         out_strides = _strides(plan.out_shape, _contiguous(plan.out_shape), 1, iteration)  # fresh C-contiguous
-        arrays_strides = [out_strides] * len(self.out_dtypes)
+        arrays_strides = [list(out_strides) for _ in self.out_dtypes]
         for a in tensors:
             arrays_strides.append(_strides(a.shape, a.strides, a.itemsize, iteration))
-        plan.sizes = self._sizes_t(*iteration)
+        sizes = list(iteration)
+        if not self.row:  # a row kernel's last dim is the reduced one
+            sizes, arrays_strides = loop_order.plan(sizes, arrays_strides, len(self.out_dtypes))
+        plan.sizes = self._sizes_t(*sizes)
         plan.strides = self._strides_t(*[s for st in arrays_strides for s in st])
-        plan.halves = plan.offsets = None
-        if self.splittable and iteration and iteration[0] >= 2 and int(np.prod(iteration)) >= SPLIT_MIN:
-            cut = iteration[0] // 2
-            plan.halves = (self._sizes_t(cut, *iteration[1:]), self._sizes_t(iteration[0] - cut, *iteration[1:]))
-            items = [d.itemsize for d in self.out_dtypes] + [a.itemsize for a in tensors]
-            plan.offsets = [cut * st[0] * size for st, size in zip(arrays_strides, items)]
+        items = [t.itemsize for t in self.out_dtypes] + [a.itemsize for a in tensors]
+        plan.halves, plan.offsets = self._halves(sizes, arrays_strides, items)
         return plan
+
+    def _halves(self, sizes: list, arrays_strides: list, items: list) -> tuple:
+        """(sizes of each half, byte offsets of the second half's arrays) when the work is large enough
+        to split over two threads, else (None, None). The split dim is the outermost one of size > 1
+        (a row kernel's dim 0, never its reduced last dim)."""
+        if self.row:
+            d = 0 if len(sizes) >= 2 and sizes[0] >= 2 else None
+        else:
+            d = next((d for d, n in enumerate(sizes) if n >= 2), None)
+        if d is None or int(np.prod(sizes)) < SPLIT_MIN:
+            return None, None
+        n = sizes[d]
+        cut = n // 2 if n < 4 * SPLIT_ALIGN else n // 2 // SPLIT_ALIGN * SPLIT_ALIGN
+        halves = tuple(self._sizes_t(*sizes[:d], m, *sizes[d + 1:]) for m in (cut, n - cut))
+        return halves, [cut * st[d] * size for st, size in zip(arrays_strides, items)]
 
     def _broadcast(self, shapes: list) -> tuple:
         """The iteration space: the inputs' broadcast shape, padded with leading 1s to the kernel's rank."""

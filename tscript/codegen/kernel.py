@@ -4,7 +4,9 @@ input through its own strides (broadcast = stride 0), so one kernel serves every
 ABI: `void k(i64* sizes, i8** ptrs, i64* strides, double* scalars)` — `sizes[R]`; `ptrs` holds the
 outputs then the tensor inputs; `strides[ptr * R + d]` in elements; `scalars` the scalar inputs.
 The innermost loop is a canonical counted loop (guarded, `nuw nsw` increment, inbounds GEPs) that
-LLVM vectorizes, versioning on unit stride.
+LLVM vectorizes, versioning on unit stride. For rank >= 2, the kernel first checks whether an
+input is transposed and then walks the last two dims in tiles instead (tiles.py); the plain nest
+is an internal function it calls otherwise.
 """
 from __future__ import annotations
 
@@ -16,9 +18,11 @@ from tscript_runtime import dtypes as dt
 
 from ..ir.graph import Graph, Value
 from ..ir.types import TensorType
+from . import tiles
 from .elementwise import LLVM_TYPES, LOWERINGS, MEMORY_TYPES, Emitter, node_compute_dtype
+from .loop_nest import I64, nest
 
-I64, I8P, F64 = ir.IntType(64), ir.IntType(8).as_pointer(), ir.DoubleType()
+I8P, F64 = ir.IntType(8).as_pointer(), ir.DoubleType()
 
 
 @dataclass
@@ -52,6 +56,7 @@ class Prologue:
     strides: list
     scalars: dict
     spec: KernelSpec
+    scopes: list  # per array, its accesses' (alias.scope, noalias) metadata (`_alias_scopes`)
 
 
 def prologue(graph: Graph, name: str, module: ir.Module, rank: int) -> Prologue:
@@ -75,7 +80,21 @@ def prologue(graph: Graph, name: str, module: ir.Module, rank: int) -> Prologue:
         scalars[v] = Emitter(b).cast(b.load(b.gep(scalars_p, [I64(j)])), dt.float64, _dtype_of(v))
     spec = KernelSpec(name, rank, [o.type.dtype for o in graph.outputs],
                       ["tensor" if isinstance(v.type, TensorType) else "scalar" for v in graph.inputs])
-    return Prologue(fn, b, rank, arrays, sizes, bases, strides, scalars, spec)
+    return Prologue(fn, b, rank, arrays, sizes, bases, strides, scalars, spec,
+                    _alias_scopes(module, name, len(arrays), len(graph.outputs)))
+
+
+def _alias_scopes(module: ir.Module, name: str, n_arrays: int, n_outputs: int) -> list:
+    """Scoped-noalias metadata saying that no output shares memory with any other array (launchers
+    give kernels fresh output arrays; inputs may overlap each other): without it, loops over tiles
+    are too short for LLVM to vectorize behind run-time overlap checks."""
+    domain = module.add_metadata([ir.MetaDataString(module, name)])
+    scopes = [module.add_metadata([ir.MetaDataString(module, f"{name}.{k}"), domain]) for k in range(n_arrays)]
+    out = []
+    for k in range(n_arrays):
+        others = [s for j, s in enumerate(scopes) if j != k and (k < n_outputs or j < n_outputs)]
+        out.append((module.add_metadata([scopes[k]]), module.add_metadata(others)))
+    return out
 
 
 def _broadcast_dim(v: Value, d: int, rank: int) -> bool:
@@ -91,38 +110,35 @@ def _broadcast_dim(v: Value, d: int, rank: int) -> bool:
 
 def build_kernel(graph: Graph, name: str, module: ir.Module) -> KernelSpec:
     """Generate the kernel of a fusion group's subgraph as function `name` in `module`."""
-    p = prologue(graph, name, module, graph.outputs[0].type.rank)
-    _loops(p.b, p.fn, graph, 0, p.rank, p.sizes, p.bases, p.strides, [I64(0)] * len(p.arrays), p.scalars,
-           p.arrays)
-    p.b.ret_void()
+    rank = graph.outputs[0].type.rank
+    p = prologue(graph, name, module, rank)
+    inputs = tiles.candidates(p)
+    if rank < 2 or not inputs:
+        _plain(p, graph)
+        return p.spec
+    plain = prologue(graph, name + "_plain", module, rank)
+    plain.fn.linkage = "internal"
+    plain.fn.attributes.add("noinline")
+    _plain(plain, graph)
+    tiles.tiled(p, inputs, plain.fn, lambda bases, offsets: _body(p.b, graph, bases, offsets, p.scalars, p.arrays,
+                                                                   p.scopes))
     return p.spec
 
 
-def _loops(b, fn, graph, d, rank, sizes, bases, strides, offsets, scalars, arrays):
-    """Emit loop `d` (the innermost one computes the elements); `offsets` are per-array element offsets."""
-    if d == rank:
-        _body(b, graph, bases, offsets, scalars, arrays)
-        return
-    header = b.block
-    loop, done = fn.append_basic_block(f"loop{d}"), fn.append_basic_block(f"done{d}")
-    b.cbranch(b.icmp_signed(">", sizes[d], I64(0)), loop, done)
-    b.position_at_end(loop)
-    i = b.phi(I64, name=f"i{d}")
-    i.add_incoming(I64(0), header)
-    inner = [b.add(off, b.mul(i, st[d])) for off, st in zip(offsets, strides)]
-    _loops(b, fn, graph, d + 1, rank, sizes, bases, strides, inner, scalars, arrays)
-    nxt = b.add(i, I64(1), flags=["nuw", "nsw"])
-    i.add_incoming(nxt, b.block)
-    b.cbranch(b.icmp_signed("<", nxt, sizes[d]), loop, done)
-    b.position_at_end(done)
+def _plain(p: Prologue, graph: Graph) -> None:
+    """Loops over every dim in order, the last innermost (it vectorizes where the strides are 1)."""
+    levels = [(p.sizes[d], [st[d] for st in p.strides]) for d in range(p.rank)]
+    nest(p.b, p.fn, levels, [I64(0)] * len(p.arrays), "loop",
+         lambda offsets: _body(p.b, graph, p.bases, offsets, p.scalars, p.arrays, p.scopes))
+    p.b.ret_void()
 
 
-def _body(b, graph: Graph, bases, offsets, scalars, arrays):
+def _body(b, graph: Graph, bases, offsets, scalars, arrays, scopes):
     e = Emitter(b)
     n_out = len(graph.outputs)
     values: dict = dict(scalars)
     for k, v in enumerate(arrays[n_out:], start=n_out):
-        x = b.load(b.gep(bases[k], [offsets[k]], inbounds=True))
+        x = _scoped(b.load(b.gep(bases[k], [offsets[k]], inbounds=True)), scopes[k])
         values[v] = b.trunc(x, LLVM_TYPES[dt.bool_]) if v.type.dtype == dt.bool_ else x
     constants = {}
     for node in graph.nodes:
@@ -134,7 +150,14 @@ def _body(b, graph: Graph, bases, offsets, scalars, arrays):
         x = values[out] if out in values else e.const(constants[out], out.type.dtype)
         if out.type.dtype == dt.bool_:
             x = b.zext(x, MEMORY_TYPES[dt.bool_])
-        b.store(x, b.gep(bases[k], [offsets[k]], inbounds=True))
+        _scoped(b.store(x, b.gep(bases[k], [offsets[k]], inbounds=True)), scopes[k])
+
+
+def _scoped(access, scope):
+    """`access` (a load or store) tagged with its array's (alias.scope, noalias) metadata."""
+    access.set_metadata("alias.scope", scope[0])
+    access.set_metadata("noalias", scope[1])
+    return access
 
 
 def _lower_node(e: Emitter, node, values: dict, constants: dict):

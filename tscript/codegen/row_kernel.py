@@ -15,7 +15,8 @@ from tscript_runtime import dtypes as dt
 from ..ir.graph import Graph
 from ..ir.types import TensorType
 from .elementwise import LLVM_TYPES, MEMORY_TYPES, Emitter
-from .kernel import I64, KernelSpec, _dtype_of, _lower_node, prologue
+from .kernel import KernelSpec, _dtype_of, _lower_node, prologue
+from .loop_nest import I64, loop
 
 REDUCE_FLAGS = ("reassoc", "contract", "nsz", "arcp", "afn")
 # reduction op -> (identity, combine name); mean divides the sum by the row length afterwards
@@ -46,35 +47,6 @@ class _Row:
         self.constants = {n.output: n.attrs.get("value") for n in graph.nodes if n.kind == "prim::Constant"}
         self.producer = {n.output: n for n in graph.nodes if n.kind != "prim::Constant"}
 
-    def loop(self, n, body, name: str, carried=None):
-        """A canonical counted loop `for i in range(n)`; `carried` (initial value, step fn) threads one
-        value through the iterations (a reduction accumulator) and is returned."""
-        b = self.b
-        pre = b.block
-        loop, done = self.fn.append_basic_block(name), self.fn.append_basic_block(name + "_done")
-        b.cbranch(b.icmp_signed(">", n, I64(0)), loop, done)
-        b.position_at_end(loop)
-        i = b.phi(I64, name=name + "_i")
-        i.add_incoming(I64(0), pre)
-        acc = None
-        if carried is not None:
-            acc = b.phi(carried[0].type, name=name + "_acc")
-            acc.add_incoming(carried[0], pre)
-        new_acc = body(i, acc)
-        nxt = b.add(i, I64(1), flags=["nuw", "nsw"])
-        end = b.block
-        i.add_incoming(nxt, end)
-        if acc is not None:
-            acc.add_incoming(new_acc, end)
-        b.cbranch(b.icmp_signed("<", nxt, n), loop, done)
-        b.position_at_end(done)
-        if acc is None:
-            return None
-        result = b.phi(carried[0].type, name=name + "_result")
-        result.add_incoming(carried[0], pre)
-        result.add_incoming(new_acc, end)
-        return result
-
     def outer(self, d: int, offsets: list) -> None:
         if d == self.rank - 1:
             self.row(offsets)
@@ -82,7 +54,7 @@ class _Row:
 
         def body(i, _):
             self.outer(d + 1, [self.b.add(o, self.b.mul(i, st[d])) for o, st in zip(offsets, self.strides)])
-        self.loop(self.sizes[d], body, f"outer{d}")
+        loop(self.b, self.fn, self.sizes[d], body, f"outer{d}")
 
     def row(self, offsets: list) -> None:
         n = self.sizes[-1]
@@ -105,7 +77,7 @@ class _Row:
                 memo: dict = {}
                 for k in full:
                     self.store(k, offsets, self.value(self.graph.outputs[k], offsets, j, row_values, memo), j)
-            self.loop(n, body, "final")
+            loop(self.b, self.fn, n, body, "final")
 
     def _materialize(self, reductions: list, full: list):
         """(value, output index) when the last reduction's full-size input is also needed by the
@@ -167,7 +139,7 @@ class _Row:
             if combine == "add":
                 return b.fadd(acc, x, flags=REDUCE_FLAGS) if dt.is_float(dtype) else b.add(acc, x)
             return _extremum(b, combine, acc, x)
-        return self.loop(n, step, name, (init, step))
+        return loop(self.b, self.fn, n, step, name, init)
 
     def value(self, v, offsets, j, row_values, memo):
         """The element of `v` at column j of this row (row scalars: the row's value)."""
