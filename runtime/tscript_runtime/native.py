@@ -14,12 +14,14 @@ import struct
 import threading
 
 from .errors import ModelError
+from .library import NAMES as LIBRARY_FUNCTIONS
 
 _lock = threading.Lock()  # llvmlite binding calls are not thread-safe across these steps
 _state: dict = {}
 
-# External functions stored LLVM IR may declare: libm, memory, LLVM intrinsics, and the CBLAS entry
-# points of the BLAS bundled with numpy. Anything else is refused at load.
+# External functions stored LLVM IR may declare: libm, memory, LLVM intrinsics, the CBLAS entry
+# points of the BLAS bundled with numpy, and tscript's kernel library (library/). Anything else is
+# refused at load.
 ALLOWED_EXTERNALS = {
     "expf", "exp", "logf", "log", "tanhf", "tanh", "erff", "erf", "sqrtf", "sqrt", "powf", "pow", "fabsf", "fabs",
     "log1pf", "log1p", "expm1f", "expm1", "sinf", "sin", "cosf", "cos", "floorf", "floor", "ceilf", "ceil",
@@ -28,7 +30,7 @@ ALLOWED_EXTERNALS = {
 }
 BLAS_SYMBOLS = {"cblas_sgemm": "scipy_cblas_sgemm64_", "cblas_dgemm": "scipy_cblas_dgemm64_",
                 "cblas_sgemv": "scipy_cblas_sgemv64_", "cblas_dgemv": "scipy_cblas_dgemv64_"}
-ALLOWED_EXTERNALS |= set(BLAS_SYMBOLS)
+ALLOWED_EXTERNALS |= set(BLAS_SYMBOLS) | LIBRARY_FUNCTIONS
 _DECLARE = re.compile(r"^declare\b[^@]*@\"?([\w.$]+)\"?\s*\(", re.M)
 
 
@@ -177,7 +179,10 @@ def external_addresses(names: set[str]) -> dict[str, int]:
     libc = ctypes.CDLL(None)
     blas = None
     for name in names:
-        if name in BLAS_SYMBOLS:
+        if name in LIBRARY_FUNCTIONS:
+            from .library import addresses
+            out[name] = addresses()[name]
+        elif name in BLAS_SYMBOLS:
             if blas is None:
                 path = blas_library()
                 if path is None:
@@ -201,11 +206,12 @@ class NativeLibrary:
 
     def __init__(self, obj: bytes, exports: list[str], externals: set[str]):
         llvm = _llvm()
+        imports = external_addresses(externals)  # before `_lock`: the kernel library may link itself here
         with _lock:
             if "lljit" not in _state:
                 _state["lljit"] = llvm.create_lljit_compiler()
             builder = llvm.JITLibraryBuilder().add_object_img(obj)
-            for name, addr in external_addresses(externals).items():
+            for name, addr in imports.items():
                 builder.import_symbol(name, addr)
             for name in exports:
                 builder.export_symbol(name)

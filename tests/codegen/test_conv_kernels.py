@@ -1,4 +1,4 @@
-"""The native im2col and max-pool kernels (tscript/codegen/conv_kernels.py) against the op library's
+"""The native im2col and max-pool kernels (tscript_runtime/library/conv.py) against the op library's
 reference kernels, bit for bit: every kernel size 1..4, stride 1..3 (the contiguous, even-lane and
 gather paths), padding, dilation, ceil mode, odd and 1x1 images, rows shorter and longer than a
 vector; NaN (the first one in a window wins), -inf and signed zeros for pooling; inputs that end
@@ -14,7 +14,7 @@ from llvmlite import ir
 
 from tscript_runtime import native
 from tscript_runtime.ops import OPS
-from tscript.codegen.conv_kernels import define_im2col, define_max_pool2d
+from tscript_runtime.library.conv import define_im2col, define_max_pool2d
 
 DTYPES = (np.float32, np.float64)
 SUFFIX = {np.float32: "f32", np.float64: "f64"}

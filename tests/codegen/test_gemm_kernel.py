@@ -1,4 +1,4 @@
-"""The register-blocked GEMM kernels (tscript/codegen/gemm_kernel.py: C = A @ B^T and C = A @ B)
+"""The register-blocked GEMM kernels (tscript_runtime/library/gemm.py: C = A @ B^T and C = A @ B)
 against numpy: every remainder of the row and column blocking and of the 16-float vector loops,
 leading dimensions larger than the rows, and accumulation into C (what a bias prefill relies on)."""
 import ctypes
@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 from llvmlite import ir
 
 from tscript_runtime import native
-from tscript.codegen.gemm_kernel import NAME, NN_NAME, define_gemm_nn, define_gemm_nt
+from tscript_runtime.library.gemm import NAME, NN_NAME, define_gemm_nn, define_gemm_nt
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ from llvmlite import ir
 from tscript_runtime.graph_entry import (CONV_SLOTS, CONVS, GEMM_SLOTS, NO_TRANS, TRANS, EntryLayout, GemmStep,
                                          KernelStep, WindowStep)
 
-from .conv_kernels import define_im2col, define_max_pool2d
-from .gemm_kernel import SMALL_M, define_gemm_nn, define_gemm_nt
-from .loops import counted
+from tscript_runtime import library
+from tscript_runtime.library.gemm import SMALL_M
+from tscript_runtime.library.loops import counted
 
 I8, I32, I64, F64 = ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.DoubleType()
 I8P = I8.as_pointer()
@@ -77,7 +77,7 @@ class _Emitter:
         dtype = np.dtype(np.float32 if step.function.endswith("f32") else np.float64)
         fty = ir.FloatType() if dtype == np.float32 else F64
         if step.kind not in CONVS:
-            fn = define_max_pool2d(self.module, dtype)
+            fn = library.declare(self.module, f"tscript_max_pool2d_{_suffix(dtype)}")
             b.call(fn, [dims, *(b.bitcast(self.pointer(v), fty.as_pointer()) for v in (step.input, step.out))])
             return
         fn = _conv_function(self.module, step.function, dtype)
@@ -101,7 +101,7 @@ def _conv_function(module: ir.Module, name: str, dtype) -> ir.Function:
     slot = {s: b.load(b.gep(dims_p, [I64(i)])) for i, s in enumerate(CONV_SLOTS) if s in ("C", "H", "W", "N", "O", "K", "L")}
     fty = ir.FloatType() if dtype == np.float32 else F64
     fp = fty.as_pointer()
-    im2col, gemm = define_im2col(module, dtype), _blas(module, "cblas_sgemm" if dtype == np.float32 else "cblas_dgemm", fty)
+    im2col, gemm = library.declare(module, f"tscript_im2col_{_suffix(dtype)}"), _blas(module, "cblas_sgemm" if dtype == np.float32 else "cblas_dgemm", fty)
     x, w, bias, out, col = (b.bitcast(p, fp) for p in (x8, w8, bias8, out8, col8))
     o, k, length = slot["O"], slot["K"], slot["L"]
     image, plane = b.mul(b.mul(slot["C"], slot["H"]), slot["W"]), b.mul(o, length)
@@ -164,7 +164,7 @@ def _product_function(module: ir.Module, function: str) -> ir.Function:
                         blas = [I32(ROW_MAJOR), ta, tb, m, n, k, one, a, lda, bm, ldb, beta, c, ldc]
                         if function != "cblas_sgemm":
                             b.call(gemm, blas)
-                        else:  # few rows of A: our kernels (gemm_kernel.py)
+                        else:  # few rows of A: the kernel library's GEMMs (library/gemm.py)
                             few = b.and_(b.icmp_signed(">=", m, I64(3)), b.icmp_signed("<=", m, I64(SMALL_M)))
                             plain_a = b.icmp_signed("==", ta, no)
                             nt = b.and_(few, b.and_(plain_a, b.icmp_signed("==", tb, yes)))
@@ -172,15 +172,19 @@ def _product_function(module: ir.Module, function: str) -> ir.Function:
                             ours = [a, bm, c, m, n, k, lda, ldb, ldc, has_bias]
                             with b.if_else(nt) as (transposed, other_layout):
                                 with transposed:
-                                    b.call(define_gemm_nt(module), ours)
+                                    b.call(library.declare(module, "tscript_gemm_nt_f32"), ours)
                                 with other_layout:
                                     with b.if_else(nn) as (rowmajor, rest):
                                         with rowmajor:
-                                            b.call(define_gemm_nn(module), ours)
+                                            b.call(library.declare(module, "tscript_gemm_nn_f32"), ours)
                                         with rest:
                                             b.call(gemm, blas)
     b.ret_void()
     return fn
+
+
+def _suffix(dtype) -> str:
+    return "f32" if np.dtype(dtype) == np.float32 else "f64"
 
 
 def _fill_rows(module, fn, b, c, bias, rows, row_bytes, bias_step) -> None:

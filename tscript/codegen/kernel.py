@@ -20,7 +20,7 @@ from ..ir.graph import Graph, Value
 from ..ir.types import TensorType
 from . import tiles
 from .elementwise import LLVM_TYPES, LOWERINGS, MEMORY_TYPES, Emitter, node_compute_dtype
-from .loop_nest import I64, nest
+from tscript_runtime.library.loops import I64, nest
 
 I8P, F64 = ir.IntType(8).as_pointer(), ir.DoubleType()
 

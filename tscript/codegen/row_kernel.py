@@ -16,7 +16,7 @@ from ..ir.graph import Graph
 from ..ir.types import TensorType
 from .elementwise import LLVM_TYPES, MEMORY_TYPES, Emitter
 from .kernel import KernelSpec, _dtype_of, _lower_node, prologue
-from .loop_nest import I64, loop
+from tscript_runtime.library.loops import I64, loop
 
 REDUCE_FLAGS = ("reassoc", "contract", "nsz", "arcp", "afn")
 # reduction op -> (identity, combine name); mean divides the sum by the row length afterwards

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from .loop_nest import I64, loop, nest
+from tscript_runtime.library.loops import I64, loop, nest
 
 if TYPE_CHECKING:
     from .kernel import Prologue

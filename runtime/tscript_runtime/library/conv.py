@@ -21,9 +21,9 @@ from functools import reduce
 import numpy as np
 from llvmlite import ir
 
-from tscript_runtime.graph_entry import GEOMETRY
+from ..graph_entry import GEOMETRY
 
-from .gemm_kernel import _intrinsic
+from .gemm import _intrinsic
 from .loops import carried, counted
 
 I32, I64 = ir.IntType(32), ir.IntType(64)

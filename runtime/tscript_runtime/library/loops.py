@@ -1,5 +1,5 @@
-"""Counted loops for llvmlite builders, in the canonical form LLVM's vectorizer wants (guarded entry,
-i64 induction phi, `add nuw nsw` increment)."""
+"""Counted loops and loop nests for llvmlite builders, in the canonical form LLVM's vectorizer wants
+(LLVM_NOTES.md: guarded entry, i64 induction phi, `add nuw nsw` increment)."""
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -44,3 +44,27 @@ def carried(b: ir.IRBuilder, fn: ir.Function, start, stop, step: int, name: str,
         phi.add_incoming(value, last)
         results.append(phi)
     return results
+
+
+def loop(b: ir.IRBuilder, fn: ir.Function, n, body, name: str, initial=None):
+    """`for i in range(n)`, its content emitted by `body(i, acc)`. With `initial`, `acc` is a value
+    threaded through the iterations (a reduction accumulator: `body` returns its next value), and
+    its final value is returned."""
+    if initial is None:
+        with counted(b, fn, I64(0), n, 1, name) as i:
+            body(i, None)
+        return None
+    return carried(b, fn, I64(0), n, 1, name, [initial], lambda i, acc: [body(i, acc[0])])[0]
+
+
+def nest(b: ir.IRBuilder, fn: ir.Function, levels: list, offsets: list, name: str, inner) -> None:
+    """Loops, outermost first, one per `(trip count, per-array strides)` level, each moving every
+    array's element offset (`offsets`) by its stride; `inner(offsets)` emits the innermost content."""
+    if not levels:
+        inner(offsets)
+        return
+    (n, strides), rest = levels[0], levels[1:]
+
+    def body(i, _):
+        nest(b, fn, rest, [b.add(off, b.mul(i, st)) for off, st in zip(offsets, strides)], name, inner)
+    loop(b, fn, n, body, name)

@@ -1,0 +1,69 @@
+"""The kernel library: native functions any compiled model may call (GEMMs for few rows, im2col,
+max-pooling). They are the same for every model, so they are built once — one LLVM module, compiled
+for this CPU through the on-disk object cache, linked once per process — and models' code imports
+them by name, like the BLAS. Stored IR may declare them (they are on native.py's allow-list); the
+names carry the ABI, so a changed signature must get a new name.
+
+Importing this package needs no llvmlite; building or declaring a function does.
+"""
+from __future__ import annotations
+
+import threading
+
+# name -> (builder module, builder function, argument types as text: "f32*" etc., "i64", "i1")
+FUNCTIONS = {
+    "tscript_gemm_nt_f32": ("gemm", "define_gemm_nt", ["f32*", "f32*", "f32*"] + ["i64"] * 6 + ["i1"]),
+    "tscript_gemm_nn_f32": ("gemm", "define_gemm_nn", ["f32*", "f32*", "f32*"] + ["i64"] * 6 + ["i1"]),
+    "tscript_im2col_f32": ("conv", "define_im2col", ["i64*", "f32*", "f32*"]),
+    "tscript_im2col_f64": ("conv", "define_im2col", ["i64*", "f64*", "f64*"]),
+    "tscript_max_pool2d_f32": ("conv", "define_max_pool2d", ["i64*", "f32*", "f32*"]),
+    "tscript_max_pool2d_f64": ("conv", "define_max_pool2d", ["i64*", "f64*", "f64*"]),
+}
+NAMES = frozenset(FUNCTIONS)
+_lock = threading.Lock()
+_state: dict = {}
+
+
+def declare(module, name: str):
+    """Declare library function `name` in an llvmlite module (once), for code that calls it."""
+    from llvmlite import ir
+    try:
+        return module.get_global(name)
+    except KeyError:
+        pass
+    types = {"f32": ir.FloatType(), "f64": ir.DoubleType(), "i64": ir.IntType(64), "i1": ir.IntType(1)}
+    args = [types[t.rstrip("*")].as_pointer() if t.endswith("*") else types[t] for t in FUNCTIONS[name][2]]
+    return ir.Function(module, ir.FunctionType(ir.VoidType(), args), name)
+
+
+def library_ir() -> str:
+    """The LLVM IR of every library function."""
+    if "ir" not in _state:
+        import importlib
+
+        import numpy as np
+        from llvmlite import ir
+
+        from .. import native
+        module = ir.Module("tscript_library")
+        module.triple = native.host()["triple"]
+        for name, (builder, function, _) in FUNCTIONS.items():
+            define = getattr(importlib.import_module(f"{__name__}.{builder}"), function)
+            if builder == "gemm":
+                define(module)
+            else:
+                define(module, np.float32 if name.endswith("f32") else np.float64)
+        _state["ir"] = str(module)
+    return _state["ir"]
+
+
+def addresses() -> dict[str, int]:
+    """The library linked into this process (compiled, or from the object cache, the first time):
+    name -> address."""
+    with _lock:
+        if "library" not in _state:
+            from .. import native
+            library = native.NativeLibrary(native.compile_cached(library_ir()), sorted(NAMES), set())
+            _state["library"] = library  # kept alive for the process
+            _state["addresses"] = {name: library.address(name) for name in NAMES}
+        return _state["addresses"]
