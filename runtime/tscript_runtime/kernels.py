@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import dtypes as dt, loop_order
+from . import dtypes as dt, library, loop_order
 from .errors import ModelError, OpRuntimeError
 
 _SIG = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
@@ -92,18 +92,8 @@ class _Plan:
     __slots__ = ("out_shape", "sizes", "strides", "halves", "offsets")
 
 
-SPLIT_MIN = 1 << 18  # elements: below this, handing half the work to another thread costs more than it saves
+SPLIT_MIN = 1 << 16  # elements: below this, handing half the work to the other core costs more than it saves
 SPLIT_ALIGN = 16  # halves of long dims start at a multiple of this (whole vectors and kernel tiles)
-_pool = None
-
-
-def _worker():
-    """The one extra thread large kernels use (these machines have 2 cores)."""
-    global _pool
-    if _pool is None:
-        from concurrent.futures import ThreadPoolExecutor
-        _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tscript-kernel")
-    return _pool
 
 
 class FusedKernel:
@@ -112,6 +102,7 @@ class FusedKernel:
     def __init__(self, address: int, rank: int, inputs: list, out_dtypes: list, out_row: bool = False,
                  in_dtypes: list | None = None, name: str = "fused kernel", row: bool = False):
         self.fn = _SIG(address)
+        self.address = address
         self.name = name
         self.row = row  # a row kernel: its last dim is reduced, so its loop order is fixed
         self.out_row = out_row  # row kernels may output one value per row (last dim of size 1)
@@ -147,7 +138,7 @@ class FusedKernel:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _run_halves(self, plan, ptrs, scalars) -> None:
-        """The two halves of the split dim at once: the second on the worker thread (ctypes drops the GIL)."""
+        """The two halves of the split dim at once, the second on the native worker thread."""
         local = self._local
         try:
             second = local.second
@@ -156,9 +147,7 @@ class FusedKernel:
         for i, off in enumerate(plan.offsets):
             second[i] = ptrs[i] + off
         first_sizes, second_sizes = plan.halves
-        done = _worker().submit(self.fn, second_sizes, second, plan.strides, scalars)
-        self.fn(first_sizes, ptrs, plan.strides, scalars)
-        done.result()
+        library.parallel2()(self.address, first_sizes, ptrs, second_sizes, second, plan.strides, scalars)
 
     def _output(self, shape: tuple, dtype) -> np.ndarray:
         """An output array: this thread's previous one for the same shape when nothing else holds it

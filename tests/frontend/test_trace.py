@@ -249,3 +249,11 @@ def test_detach_and_data_stay_in_the_data_flow():
 
     traced = trace_matches_eager(f, (randn(3),), (randn(5),))
     assert traced.graph.constants == {} and "aten::detach" in kinds(traced.graph)
+
+
+def test_same_tensor_passed_twice_traces_two_inputs():
+    x = ts.randn(2, 3)
+    traced = ts.jit.trace(lambda a, b: a * b - b, (x, x))
+    a, b = ts.ones(2, 3), ts.full((2, 3), 2.0)
+    np.testing.assert_array_equal(traced(a, b).numpy(), np.zeros((2, 3)))
+    assert [n.inputs[0].name for n in traced.graph.nodes if n.kind == "aten::mul"] == ["a"]

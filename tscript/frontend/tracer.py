@@ -376,13 +376,25 @@ def _output_value(rec: Recorder, x) -> Value:
     return rec.value_of(x)
 
 
+def _distinct(args: tuple) -> tuple:
+    """`args` with a tensor passed twice replaced, the second time, by another tensor on the same data:
+    each argument is its own graph input (f(x, x) traced must not become f(x, _) for all inputs)."""
+    seen, out = set(), []
+    for a in args:
+        if isinstance(a, Tensor) and id(a) in seen:
+            a = a.detach().requires_grad_(a.requires_grad)
+        seen.add(id(a))
+        out.append(a)
+    return tuple(out)
+
+
 def record_trace(fn, args: tuple, module=None) -> tuple[Graph, Recorder, object]:
     """Run `fn(*args)` (a module's forward when `module` is given) recording a graph."""
     rec = Recorder()
     g = Graph()
     self_value = g.add_input(ModuleType(type(module).__name__), "self") if module is not None else None
     rec.frames.append(Frame(g, module, self_value))
-    args = tuple(_lift_scalars(a) for a in args)
+    args = _distinct(tuple(_lift_scalars(a) for a in args))
     for name, a in zip(_arg_names(fn, len(args)), args):
         rec.bind(a, g.add_input(type_of(a), name))
     previous = _tracing.state.recorder

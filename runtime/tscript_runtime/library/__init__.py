@@ -8,6 +8,8 @@ Importing this package needs no llvmlite; building or declaring a function does.
 """
 from __future__ import annotations
 
+import ctypes
+import os
 import threading
 
 # name -> (builder module, builder function, argument types as text: "f32*" etc., "i64", "i1")
@@ -18,8 +20,11 @@ FUNCTIONS = {
     "tscript_im2col_f64": ("conv", "define_im2col", ["i64*", "f64*", "f64*"]),
     "tscript_max_pool2d_f32": ("conv", "define_max_pool2d", ["i64*", "f32*", "f32*"]),
     "tscript_max_pool2d_f64": ("conv", "define_max_pool2d", ["i64*", "f64*", "f64*"]),
+    "tscript_parallel2": ("parallel", "define_pool", ["i8*", "i64*", "i8*", "i64*", "i8*", "i64*", "f64*"]),
 }
 NAMES = frozenset(FUNCTIONS)
+_POOL = ("tscript_pool_worker", "tscript_pool_reset")  # exported for this package, not models' code
+_PARALLEL2 = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 7)
 _lock = threading.Lock()
 _state: dict = {}
 
@@ -31,7 +36,8 @@ def declare(module, name: str):
         return module.get_global(name)
     except KeyError:
         pass
-    types = {"f32": ir.FloatType(), "f64": ir.DoubleType(), "i64": ir.IntType(64), "i1": ir.IntType(1)}
+    types = {"f32": ir.FloatType(), "f64": ir.DoubleType(), "i64": ir.IntType(64), "i8": ir.IntType(8),
+             "i1": ir.IntType(1)}
     args = [types[t.rstrip("*")].as_pointer() if t.endswith("*") else types[t] for t in FUNCTIONS[name][2]]
     return ir.Function(module, ir.FunctionType(ir.VoidType(), args), name)
 
@@ -49,7 +55,7 @@ def library_ir() -> str:
         module.triple = native.host()["triple"]
         for name, (builder, function, _) in FUNCTIONS.items():
             define = getattr(importlib.import_module(f"{__name__}.{builder}"), function)
-            if builder == "gemm":
+            if builder in ("gemm", "parallel"):
                 define(module)
             else:
                 define(module, np.float32 if name.endswith("f32") else np.float64)
@@ -63,7 +69,35 @@ def addresses() -> dict[str, int]:
     with _lock:
         if "library" not in _state:
             from .. import native
-            library = native.NativeLibrary(native.compile_cached(library_ir()), sorted(NAMES), set())
+            ll = library_ir()
+            exports = sorted(NAMES) + list(_POOL)
+            library = native.NativeLibrary(native.compile_cached(ll), exports, native.declared_externals(ll))
             _state["library"] = library  # kept alive for the process
-            _state["addresses"] = {name: library.address(name) for name in NAMES}
+            _state["addresses"] = {name: library.address(name) for name in exports}
         return _state["addresses"]
+
+
+def parallel2():
+    """`tscript_parallel2` as a ctypes function (see parallel.py), its worker thread started the first
+    time (once per process)."""
+    run = _state.get("parallel2")
+    if run is None:
+        found = addresses()
+        with _lock:
+            run = _state.get("parallel2")
+            if run is None:
+                worker = ctypes.CFUNCTYPE(None)(found["tscript_pool_worker"])
+                threading.Thread(target=worker, name="tscript-kernels", daemon=True).start()
+                run = _state["parallel2"] = _PARALLEL2(found["tscript_parallel2"])
+    return run
+
+
+def _after_fork() -> None:
+    """In a forked child the worker thread does not exist: forget it (the next split starts one)."""
+    global _lock
+    _lock = threading.Lock()
+    if _state.pop("parallel2", None) is not None:
+        ctypes.CFUNCTYPE(None)(_state["addresses"]["tscript_pool_reset"])()
+
+
+os.register_at_fork(after_in_child=_after_fork)
