@@ -1,5 +1,6 @@
 """Timing harness: variants of one case are timed interleaved (in a new order every round) and reported as
 medians, because these machines are shared and noisy (see shared/LLVM_NOTES.md)."""
+import math
 import os
 import random
 import statistics
@@ -8,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+WARM = 0.01  # seconds of untimed calls before each sample (PyTorch's OpenMP threads spin ~8 ms after a call)
 
 try:
     import torch
@@ -41,19 +43,20 @@ def _calibrate(fn: Callable, inner: int, budget: float) -> int:
 
 def run_case(case: Case, budget: float = 1.0) -> dict[str, float]:
     """Median seconds per call (divided by `case.per`) for each variant."""
-    for fn in case.variants.values():
-        fn()  # warm up
+    warm = {k: max(2, math.ceil(WARM / max(_sample(fn, 1), 1e-9))) for k, fn in case.variants.items()}
     first = next(iter(case.variants.values()))
     rounds = _calibrate(first, case.inner, budget / max(len(case.variants), 1))
     samples = {k: [] for k in case.variants}
     order, shuffle = list(case.variants), random.Random(0).shuffle
     for _ in range(rounds):
-        # a new order every round (rotating is not enough: it keeps who follows whom), and an untimed
-        # call before each sample: whatever runs right after PyTorch (its threads still spinning) or
-        # a BLAS call pays for the switch, so no variant may always follow the same one
+        # a new order every round (rotating is not enough: it keeps who follows whom), and untimed
+        # calls (about WARM seconds, two at least) before each sample: the worker threads of the
+        # variant before (PyTorch's, OpenBLAS's, ours) spin a while after their last job, and this
+        # variant's own may have gone to sleep; the sample is then taken in its steady state
         shuffle(order)
         for k in order:
-            case.variants[k]()
+            for _ in range(warm[k]):
+                case.variants[k]()
             samples[k].append(_sample(case.variants[k], case.inner))
     return {k: statistics.median(v) / case.per for k, v in samples.items()}
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import dtypes as dt
+from . import dtypes as dt, library
 from .errors import OpError
 from .graph_format import TensorRef, decode_attr
 from .ops import OPS
@@ -103,6 +103,8 @@ class KernelStep:
     sizes: int = 0           # plan slot of sizes[rank], followed by strides[n_ptrs * rank]
     rank: int = 0
     first_scalar: int = 0    # index into the scalars array
+    split: int = 0           # plan slot of a flag: 1 to run in halves on two threads, followed by
+    #                          the halves' sizes[rank] twice and the second half's byte offsets[n_ptrs]
 
 
 @dataclass
@@ -320,6 +322,7 @@ class EntryLayout:
             if isinstance(step, KernelStep):
                 n_ptrs = len(step.outputs) + len(step.tensors)
                 step.sizes, slot = slot, slot + step.rank * (1 + n_ptrs)
+                step.split, slot = slot, slot + 1 + 2 * step.rank + n_ptrs
                 step.first_scalar, self.n_scalars = self.n_scalars, self.n_scalars + len(step.scalars)
             elif isinstance(step, GemmStep):
                 step.dims, slot = slot, slot + len(GEMM_SLOTS)
@@ -421,8 +424,8 @@ def _evaluate(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> 
             launcher = launchers[attrs["kernel"]]
             tensors = [env[v] for v, k in zip(node["inputs"], launcher.kinds) if k == "tensor"]
             kernel_plans[index] = kplan = launcher._plan(tensors)
-            if kplan.halves is not None:  # the launcher splits it over two threads; the entry would not
-                raise Unplannable(f"kernel {attrs['kernel']} is big enough for two threads")
+            if kplan.halves is not None:
+                library.parallel2()  # the worker thread the entry hands half the kernel to
             value = [_dataless(kplan.out_shape, d) for d in launcher.out_dtypes]
             value = value[0] if len(value) == 1 else value
         elif kind in STRIDED_VIEWS:
@@ -471,6 +474,11 @@ def _plan_kernel(step: KernelStep, kplan, env: dict, ints, scalars) -> None:
     n = step.rank * (1 + len(step.outputs) + len(step.tensors))
     ints[step.sizes:step.sizes + step.rank] = list(kplan.sizes)[:step.rank]
     ints[step.sizes + step.rank:step.sizes + n] = list(kplan.strides)[:n - step.rank]
+    at, rank = step.split, step.rank
+    ints[at] = kplan.halves is not None
+    if kplan.halves is not None:
+        first, second = (list(h)[:rank] for h in kplan.halves)
+        ints[at + 1:at + 1 + 2 * rank + len(kplan.offsets)] = first + second + list(kplan.offsets)
     for j, v in enumerate(step.scalars):
         scalars[step.first_scalar + j] = float(env[v])
 

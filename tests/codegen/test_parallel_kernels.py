@@ -124,3 +124,38 @@ def test_small_work_is_not_split(elementwise):
     launcher(x, x)
     plan = launcher._plans[tuple((a.shape, a.strides, a.dtype.num) for a in (x, x))]
     assert plan.halves is None and 8 * 1024 < kernels.SPLIT_MIN
+
+
+def test_whole_graph_entry_splits_big_kernels():
+    """A graph with big kernels around a GEMM still runs as one native call; the plan splits them."""
+    ts.manual_seed(3)
+    model = ts.nn.Sequential(ts.nn.Linear(64, 512), ts.nn.GELU(approximate="tanh"), ts.nn.Linear(512, 256),
+                             ts.nn.Softmax(-1)).eval()
+    cm = ts.jit.compile(model, (ts.randn(300, 64),), dynamic={0: [0]})
+    for batch in (300, 2, 513):
+        x = RNG.standard_normal((batch, 64)).astype(np.float32)
+        with ts.no_grad():
+            want = model(ts.tensor(x)).numpy()
+        np.testing.assert_allclose(cm(ts.tensor(x)).numpy(), want, rtol=2e-5, atol=1e-6)
+    plans = [p for p in cm._entry._plans.values() if p is not None]
+    assert len(plans) == 3, "the entry did not run every batch"
+    layout = cm._entry.layout
+    split_flags = [[int(p.ints[s.split]) for s in layout.steps if hasattr(s, "split")] for p in plans]
+    assert [1, 1] in split_flags and [0, 0] in split_flags
+
+
+def test_entry_with_split_kernels_from_several_threads():
+    model = ts.nn.Sequential(ts.nn.Linear(32, 1024), ts.nn.Tanh(), ts.nn.Linear(1024, 8)).eval()
+    cm = ts.jit.compile(model, (ts.randn(200, 32),))
+    inputs = [RNG.standard_normal((200, 32)).astype(np.float32) for _ in range(4)]
+    want = [cm(ts.tensor(a)).numpy().copy() for a in inputs]
+    bad = []
+
+    def work(k):
+        for _ in range(20):
+            if not np.array_equal(cm(ts.tensor(inputs[k])).numpy(), want[k]):
+                bad.append(k)
+    run_in_threads(work)
+    assert not bad
+    with ts.no_grad():
+        np.testing.assert_allclose(want[0], model(ts.tensor(inputs[0])).numpy(), rtol=1e-5, atol=1e-5)

@@ -25,7 +25,8 @@ def build_entry(module: ir.Module, layout: EntryLayout, name: str) -> None:
     bases_p, plan_p, scalars_p = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     width = max([len(s.outputs) + len(s.tensors) for s in layout.steps if isinstance(s, KernelStep)] + [1])
-    emit = _Emitter(module, fn, b, layout, bases_p, plan_p, scalars_p, b.alloca(I8P, I64(width)))
+    emit = _Emitter(module, fn, b, layout, bases_p, plan_p, scalars_p,
+                    [b.alloca(I8P, I64(width)) for _ in range(2)])
     for step in layout.steps:
         if isinstance(step, KernelStep):
             emit.kernel(step)
@@ -40,7 +41,7 @@ class _Emitter:
     def __init__(self, module, fn, b, layout, bases_p, plan_p, scalars_p, ptrs):
         self.module, self.fn, self.b, self.layout = module, fn, b, layout
         self.bases_p, self.plan_p, self.scalars_p = bases_p, plan_p, scalars_p
-        self.ptrs = ptrs  # the kernels' pointer arrays (calls run one after another)
+        self.ptrs, self.ptrs2 = ptrs  # the kernels' pointer arrays, and the second halves' of split kernels
 
     def plan(self, slot: int):
         return self.b.load(self.b.gep(self.plan_p, [I64(slot)]))
@@ -61,7 +62,19 @@ class _Emitter:
         sizes = b.gep(self.plan_p, [I64(step.sizes)])
         strides = b.gep(self.plan_p, [I64(step.sizes + step.rank)])
         scalars = b.gep(self.scalars_p, [I64(step.first_scalar)])
-        b.call(self.module.get_global(step.kernel), [sizes, ptrs, strides, scalars])
+        kernel = self.module.get_global(step.kernel)
+        at, rank = step.split, step.rank
+        with b.if_else(b.icmp_signed("!=", self.plan(at), I64(0))) as (split, whole):
+            with split:  # big enough for two threads (the plan says): halves on the library's worker
+                for k in range(len(arrays)):
+                    second = b.gep(b.load(b.gep(ptrs, [I64(k)])), [self.plan(at + 1 + 2 * rank + k)])
+                    b.store(second, b.gep(self.ptrs2, [I64(k)]))
+                halves = [b.gep(self.plan_p, [I64(at + 1 + h * rank)]) for h in (0, 1)]
+                b.call(library.declare(self.module, "tscript_parallel2"),
+                       [b.bitcast(kernel, I8P), halves[0], b.bitcast(ptrs, I8P), halves[1],
+                        b.bitcast(self.ptrs2, I8P), strides, scalars])
+            with whole:
+                b.call(kernel, [sizes, ptrs, strides, scalars])
 
     def gemm(self, step: GemmStep) -> None:
         b = self.b

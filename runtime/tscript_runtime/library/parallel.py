@@ -19,7 +19,10 @@ from llvmlite import ir
 I8, I32, I64, F64 = ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.DoubleType()
 P8 = I8.as_pointer()
 KERNEL = ir.FunctionType(ir.VoidType(), [I64.as_pointer(), P8, I64.as_pointer(), F64.as_pointer()])
-SPIN = 200_000  # pause instructions the worker spins through before it sleeps (~0.5-1 ms here)
+SPIN_NS = 2_000_000  # how long the worker spins after a job before it sleeps
+YIELD_EVERY = 16  # polls between sched_yield()s (a BLAS thread waiting for this core gets it) and clock reads
+TIMESPEC = ir.LiteralStructType([I64, I64])
+CLOCK_MONOTONIC = 1
 IDLE, POSTED, DONE, RUNNING = 0, 1, 2, 3
 PARALLEL2, WORKER, RESET = "tscript_parallel2", "tscript_pool_worker", "tscript_pool_reset"
 _SYNC = ("state", "owner", "sleeping", "started")  # i32 flags
@@ -53,6 +56,9 @@ class _Globals:
         self.signal = ir.Function(module, sync, "pthread_cond_signal")
         self.wait = ir.Function(module, ir.FunctionType(I32, [P8, P8]), "pthread_cond_wait")
         self.pause = _pause(module)
+        self.sched_yield = ir.Function(module, ir.FunctionType(I32, []), "sched_yield")
+        self.clock_gettime = ir.Function(module, ir.FunctionType(I32, [I32, TIMESPEC.as_pointer()]),
+                                         "clock_gettime")
 
     def ptr(self, b, v):
         return b.bitcast(v, P8)
@@ -120,23 +126,30 @@ def _define_parallel2(module: ir.Module, g: _Globals) -> None:
 def _define_worker(module: ir.Module, g: _Globals) -> None:
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), []), WORKER)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
+    clock = b.alloca(TIMESPEC)
     _store(b, I32(1), g.started, "release")
     top, spin, sleep, run = (fn.append_basic_block(n) for n in ("top", "spin", "sleep", "run"))
     b.branch(top)
 
     b.position_at_end(top)  # after a job: spin a while, for the next one comes soon in a hot loop
+    deadline = b.add(_now_ns(b, g, clock), I64(SPIN_NS))
     b.branch(spin)
     b.position_at_end(spin)
     count = b.phi(I64)
     count.add_incoming(I64(0), top)
     posted = b.icmp_unsigned("==", _load(b, g.state, "acquire"), I32(POSTED))
-    keep = fn.append_basic_block("keep")
+    keep, now, again = (fn.append_basic_block(n) for n in ("keep", "now", "again"))
     b.cbranch(posted, run, keep)
     b.position_at_end(keep)
     b.call(g.pause, [])
     nxt = b.add(count, I64(1))
-    count.add_incoming(nxt, keep)
-    b.cbranch(b.icmp_unsigned("<", nxt, I64(SPIN)), spin, sleep)
+    b.cbranch(b.icmp_unsigned("==", b.and_(nxt, I64(YIELD_EVERY - 1)), I64(0)), now, again)
+    b.position_at_end(now)  # now and then: let a waiting thread have this core, and look at the time
+    b.call(g.sched_yield, [])
+    b.cbranch(b.icmp_signed(">", _now_ns(b, g, clock), deadline), sleep, again)
+    b.position_at_end(again)
+    count.add_incoming(nxt, again)
+    b.branch(spin)
 
     b.position_at_end(sleep)  # then sleep until a caller signals (it checks `sleeping` after posting)
     b.call(g.lock, [g.ptr(b, g.mutex)])
@@ -162,6 +175,13 @@ def _define_worker(module: ir.Module, g: _Globals) -> None:
     b.call(job["fn"], [job["sizes"], job["ptrs"], job["strides"], job["scalars"]])
     _store(b, I32(DONE), g.state, "release")
     b.branch(top)
+
+
+def _now_ns(b: ir.IRBuilder, g: _Globals, timespec):
+    """CLOCK_MONOTONIC in nanoseconds."""
+    b.call(g.clock_gettime, [I32(CLOCK_MONOTONIC), timespec])
+    seconds, nanoseconds = (b.load(b.gep(timespec, [I32(0), I32(k)])) for k in (0, 1))
+    return b.add(b.mul(seconds, I64(1_000_000_000)), nanoseconds)
 
 
 def _define_reset(module: ir.Module, g: _Globals) -> None:
