@@ -704,13 +704,16 @@ class GraphEntry:
         return self._plan_of(args) is not None
 
     def _plan_of(self, args: list):
-        """(plan, C-contiguous tensor inputs, thread state, pointer array), or None."""
+        """(plan, tensor inputs, thread state, pointer array), or None. Kernels read inputs of any
+        strides; a signature whose plan cannot take them as they are runs on C-contiguous copies."""
         tensors = []
+        strided = False
         for i in self.layout.inputs:
             a = args[i]
             if a.__class__ is not np.ndarray:
                 return None
-            tensors.append(a if a.flags.c_contiguous else np.ascontiguousarray(a))
+            strided = strided or not a.flags.c_contiguous
+            tensors.append(a)
         local = self._local
         try:
             bases, held = local.bases, local.held
@@ -725,17 +728,25 @@ class GraphEntry:
                     if not self._hold(fixed, bases):
                         return None
                     break
-        key = (tuple([(a.shape, a.dtype.num) for a in tensors]), local.fixed_key,
-               tuple([args[i] for i in self._others]) if self._others else ())
         try:
-            plan = self._plans[key]
-        except KeyError:
-            plan = self._new_plan(key, args, tensors)
+            plan = self._plan_for(args, tensors, strided)
+            if plan is None and strided:
+                tensors = [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in tensors]
+                plan = self._plan_for(args, tensors, False)
         except TypeError:  # an unhashable scalar input
             return None
         if plan is None:
             return None
         return plan, tensors, local, bases
+
+    def _plan_for(self, args: list, tensors: list, strided: bool):
+        """The plan of this signature (input strides count when `strided`), made the first time."""
+        shapes = tuple([(a.shape, a.strides, a.dtype.num) if strided else (a.shape, a.dtype.num) for a in tensors])
+        key = (shapes, self._local.fixed_key, tuple([args[i] for i in self._others]) if self._others else ())
+        try:
+            return self._plans[key]
+        except KeyError:
+            return self._new_plan(key, args, tensors)
 
     def _thread_state(self) -> tuple:
         """This thread's pointer array (tensor constants filled in) and arena."""

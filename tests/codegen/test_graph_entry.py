@@ -294,3 +294,31 @@ def test_random_chains_match_eager(ops, batch, seed):
     x = ts.from_numpy(rng.standard_normal((batch, 6)).astype(np.float32))
     cm = ts.jit.compile(fn, (x,))  # the weights are traced as tensor constants
     assert_close(cm(x).numpy(), fn(x).numpy(), rtol=1e-4, atol=1e-5)
+
+
+STRIDED = {"transposed": lambda b: b.T, "reversed rows": lambda b: b.T[::-1],
+           "every other column": lambda b: np.repeat(b.T, 2, 1)[:, ::2]}
+
+
+@pytest.mark.parametrize("layout", STRIDED)
+@pytest.mark.parametrize("fn", [lambda x: (x * 2.0).tanh() + 1.0, lambda x: x.softmax(-1),
+                                lambda x: (x + 1.0).t(), lambda x: x.t() * 3.0],
+                         ids=["elementwise", "softmax", "result transposed", "input transposed"])
+def test_strided_inputs_are_read_in_place(fn, layout):
+    """Kernels read strided inputs as they are: the plan is for those strides, with no copy first."""
+    cm = ts.jit.compile(fn, (ts.randn(16, 12),))
+    a = STRIDED[layout](np.random.default_rng(2).standard_normal((12, 16)).astype(np.float32))
+    assert not a.flags.c_contiguous
+    got = cm(ts.from_numpy(a)).numpy()
+    np.testing.assert_allclose(got, fn(ts.from_numpy(np.ascontiguousarray(a))).numpy(), rtol=1e-6, atol=1e-6)
+    (key,) = [k for k, p in cm._entry._plans.items() if p is not None]
+    assert key[0][0] == (a.shape, a.strides, a.dtype.num)
+
+
+def test_strided_input_a_plan_cannot_take_is_copied():
+    """A reshape of a non-contiguous input would copy: that signature runs on a contiguous copy."""
+    cm = ts.jit.compile(lambda x: x.reshape(-1) * 2.0, (ts.randn(16, 12),))
+    a = np.random.default_rng(3).standard_normal((12, 16)).astype(np.float32).T
+    np.testing.assert_array_equal(cm(ts.from_numpy(a)).numpy(), a.reshape(-1) * 2)
+    assert _entry_ran(cm)
+    assert [p is None for p in cm._entry._plans.values()] == [True, False]
