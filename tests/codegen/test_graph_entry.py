@@ -170,6 +170,8 @@ WINDOWS = {
     "conv dilation 2, padding (1, 2)": (lambda x, w, b: F.conv2d(x, w, b, padding=(1, 2), dilation=2),
                                         ((1, 2, 7, 7), (3, 2, 3, 2), (3,))),
     "conv 1x1": (lambda x, w, b: F.conv2d(x, w, b), ((3, 4, 5, 5), (6, 4, 1, 1), (6,))),
+    "conv 64 channels": (lambda x, w, b: F.conv2d(x, w, b), ((2, 3, 11, 13), (64, 3, 3, 3), (64,))),
+    "conv 70 channels, no bias": (lambda x, w: F.conv2d(x, w, padding=1), ((2, 3, 9, 7), (70, 3, 3, 3))),
     "conv unbatched": (lambda x, w, b: F.conv2d(x, w, b, padding=1), ((3, 6, 6), (2, 3, 3, 3), (2,))),
     "conv then linear": (lambda x, w, v: F.linear(F.conv2d(x, w).flatten(1), v),
                          ((4, 2, 5, 5), (3, 2, 3, 3), (7, 27))),

@@ -102,7 +102,8 @@ class _Emitter:
 
 def _conv_function(module: ir.Module, name: str, dtype) -> ir.Function:
     """`void <name>(i64* dims, i8* x, i8* w, i8* bias, i8* out, i8* col)`, once per module: per image,
-    im2col into `col` (K, L), `out` rows = bias, then out (O, L) += W (O, K) @ col (CONV_SLOTS at dims)."""
+    im2col into `col` (K, L), `out` rows = bias, then out (O, L) += W (O, K) @ col (CONV_SLOTS at dims),
+    by the kernel library's GEMM for float32 with 3..SMALL_M output channels, else by BLAS."""
     try:
         return module.get_global(name)
     except KeyError:
@@ -130,8 +131,18 @@ def _conv_function(module: ir.Module, name: str, dtype) -> ir.Function:
                     row = b.gep(out_n, [b.mul(c, length)])
                     with counted(b, fn, I64(0), length, 1, "fill") as i:
                         b.store(value, b.gep(row, [i], inbounds=True))
-            b.call(gemm, [I32(ROW_MAJOR), I32(NO_TRANS), I32(NO_TRANS), o, length, k, fty(1.0), w, k, col, length,
-                          beta, out_n, length])
+            blas = [I32(ROW_MAJOR), I32(NO_TRANS), I32(NO_TRANS), o, length, k, fty(1.0), w, k, col, length,
+                    beta, out_n, length]
+            if dtype != np.float32:
+                b.call(gemm, blas)
+            else:  # few output channels (small CNNs): the library's GEMM, on this thread (no BLAS threads)
+                few = b.and_(b.icmp_signed(">=", o, I64(3)), b.icmp_signed("<=", o, I64(SMALL_M)))
+                with b.if_else(few) as (ours, theirs):
+                    with ours:
+                        b.call(library.declare(module, "tscript_gemm_nn_f32"),
+                               [w, col, out_n, o, length, k, k, length, length, has_bias])
+                    with theirs:
+                        b.call(gemm, blas)
     b.ret_void()
     return fn
 
