@@ -19,14 +19,15 @@ from .library import NAMES as LIBRARY_FUNCTIONS
 _lock = threading.Lock()  # llvmlite binding calls are not thread-safe across these steps
 _state: dict = {}
 
-# External functions stored LLVM IR may declare: libm, memory, LLVM intrinsics, the CBLAS entry
+# External functions stored LLVM IR may declare: libm (ldexpf is what `llvm.ldexp` becomes on CPUs
+# without AVX-512), memory, LLVM intrinsics, the CBLAS entry
 # points of the BLAS bundled with numpy, and tscript's kernel library (library/). Anything else is
 # refused at load.
 ALLOWED_EXTERNALS = {
     "expf", "exp", "logf", "log", "tanhf", "tanh", "erff", "erf", "sqrtf", "sqrt", "powf", "pow", "fabsf", "fabs",
     "log1pf", "log1p", "expm1f", "expm1", "sinf", "sin", "cosf", "cos", "floorf", "floor", "ceilf", "ceil",
     "fmodf", "fmod", "roundf", "round", "truncf", "trunc", "memcpy", "memset", "memmove", "malloc", "free",
-    "aligned_alloc",
+    "aligned_alloc", "ldexpf", "ldexp",
 }
 BLAS_SYMBOLS = {"cblas_sgemm": "scipy_cblas_sgemm64_", "cblas_dgemm": "scipy_cblas_dgemm64_",
                 "cblas_sgemv": "scipy_cblas_sgemv64_", "cblas_dgemv": "scipy_cblas_dgemv64_"}

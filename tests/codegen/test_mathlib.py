@@ -116,3 +116,22 @@ def test_float32_kernels_vectorize(name):
     assert not calls, f"scalar libm calls {calls} in a float32 kernel"
     if name in SPLAT:
         assert "broadcast.splat" in opt
+
+
+@pytest.mark.parametrize("scalef", [True, False], ids=["vscalefps", "two multiplies"])
+def test_both_forms_of_exp_scaling(monkeypatch, scalef):
+    """exp's 2**n step is one ldexp (vscalefps) on AVX-512 hosts and two exponent-bit multiplies
+    elsewhere: both are accurate over the whole range and its edges."""
+    from tscript.codegen import mathlib
+    if scalef and not mathlib.has_scalef():
+        pytest.skip("this host has no AVX-512")
+    monkeypatch.setattr(mathlib, "has_scalef", lambda: scalef)
+    cm = compile_native(lambda x: x.exp(), (ts.randn(8),), dynamic={0: [0]})
+    assert ("llvm.ldexp" in cm.llvm_ir) == scalef
+    x = np.concatenate([_wide(-104.0, 89.0, 20_001), np.array([88.7229, 88.73, -103.0, -1e4, np.inf, np.nan], F32)])
+    got = cm(ts.from_numpy(x)).numpy()
+    with np.errstate(over="ignore"):
+        ref = np.exp(x.astype(np.float64))
+    stats = error_stats(got[:-1], ref[:-1])
+    assert stats["excess"] <= 0 and stats["max_ulp"] <= 1, stats
+    assert np.isnan(got[-1])

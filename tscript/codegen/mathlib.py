@@ -51,10 +51,22 @@ def exp_f32(b: ir.IRBuilder, x):
     r = b.fsub(r, b.fmul(n, _c(1.428606765330187e-06), flags=FAST), flags=FAST)
     p = _poly(b, r, [1.0, 1.0, 0.5, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040])
     ni = b.fptosi(n, I32)
-    half = b.ashr(ni, I32(1))
-    for k in (half, b.sub(ni, half)):  # each power is a normal float for n in [-150, 128]
-        p = b.fmul(p, b.bitcast(b.shl(b.add(k, I32(127)), I32(23)), F32), flags=FAST)
+    if has_scalef():  # one vscalefps (rounding once, so denormal results are exact too)
+        ldexp = b.module.declare_intrinsic("llvm.ldexp", [F32, I32], ir.FunctionType(F32, [F32, I32]))
+        p = b.call(ldexp, [p, ni])
+    else:
+        half = b.ashr(ni, I32(1))
+        for k in (half, b.sub(ni, half)):  # each power is a normal float for n in [-150, 128]
+            p = b.fmul(p, b.bitcast(b.shl(b.add(k, I32(127)), I32(23)), F32), flags=FAST)
     return b.select(b.fcmp_unordered("uno", x, x), x, p)  # fptosi(NaN) is poison: never pick it
+
+
+def has_scalef() -> bool:
+    """Does the host have AVX-512F? Its vscalefps is what vectorized `llvm.ldexp` becomes; elsewhere
+    LLVM calls libm's ldexpf once per element (a stored model recompiled for such a CPU still runs,
+    at that cost), so the two-multiply form is used there instead."""
+    from tscript_runtime import native
+    return "+avx512f" in native.host()["features"].split(",")
 
 
 def log_f32(b: ir.IRBuilder, x):
