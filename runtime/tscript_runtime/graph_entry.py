@@ -384,6 +384,7 @@ class Unplannable(Exception):
 def make_plan(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> Plan:
     """The plan for graph inputs `args` and fixed arrays `fixed` (all C-contiguous)."""
     env, kernel_plans = _evaluate(layout, launchers, args, fixed)
+    library.parallel2()  # the worker thread big kernels and GEMMs hand their second halves to
     ints = (ctypes.c_int64 * max(layout.n_slots, 1))()
     scalars = (ctypes.c_double * max(layout.n_scalars, 1))()
     nodes = layout.graph["nodes"]
@@ -424,8 +425,6 @@ def _evaluate(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> 
             launcher = launchers[attrs["kernel"]]
             tensors = [env[v] for v, k in zip(node["inputs"], launcher.kinds) if k == "tensor"]
             kernel_plans[index] = kplan = launcher._plan(tensors)
-            if kplan.halves is not None:
-                library.parallel2()  # the worker thread the entry hands half the kernel to
             value = [_dataless(kplan.out_shape, d) for d in launcher.out_dtypes]
             value = value[0] if len(value) == 1 else value
         elif kind in STRIDED_VIEWS:

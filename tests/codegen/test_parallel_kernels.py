@@ -159,3 +159,40 @@ def test_entry_with_split_kernels_from_several_threads():
     assert not bad
     with ts.no_grad():
         np.testing.assert_allclose(want[0], model(ts.tensor(inputs[0])).numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("layout", ["linear (A @ W^T)", "matmul (A @ B)"])
+@pytest.mark.parametrize("rows, cols", [(3, 64), (16, 100), (64, 513), (7, 1000)])
+def test_library_gemms_split_by_columns(layout, rows, cols):
+    """Float32 products of 3..64 rows with enough work run as two column halves at once."""
+    k = 300
+    rng = np.random.default_rng(rows * cols)
+    w = rng.standard_normal((cols, k) if layout.startswith("linear") else (k, cols)).astype(np.float32)
+    bias = rng.standard_normal(cols).astype(np.float32)
+    if layout.startswith("linear"):
+        fn, want = (lambda x, w, b: F.linear(x, w, b).tanh()), (lambda x: np.tanh(x @ w.T + bias))
+    else:
+        fn, want = (lambda x, w, b: (x @ w).tanh() - b), (lambda x: np.tanh(x @ w) - bias)
+    args = (ts.randn(rows, k), ts.from_numpy(w), ts.from_numpy(bias))
+    cm = ts.jit.compile(fn, args, dynamic={0: [0]})
+    for m in (rows, 2, 65):  # 2 and 65 rows are BLAS's, for comparison
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        got = cm(ts.from_numpy(x), *args[1:]).numpy()
+        np.testing.assert_allclose(got, want(x), rtol=1e-4, atol=1e-5)
+    assert all(p is not None for p in cm._entry._plans.values())
+
+
+def test_split_gemms_from_several_threads():
+    model = ts.nn.Sequential(ts.nn.Linear(256, 512), ts.nn.ReLU(), ts.nn.Linear(512, 384)).eval()
+    cm = ts.jit.compile(model, (ts.randn(16, 256),))
+    inputs = [RNG.standard_normal((16, 256)).astype(np.float32) for _ in range(4)]
+    with ts.no_grad():
+        want = [model(ts.tensor(a)).numpy() for a in inputs]
+    bad = []
+
+    def work(k):
+        for _ in range(50):
+            if not np.allclose(cm(ts.tensor(inputs[k])).numpy(), want[k], rtol=1e-5, atol=1e-5):
+                bad.append(k)
+    run_in_threads(work)
+    assert not bad

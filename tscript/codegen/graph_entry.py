@@ -12,9 +12,11 @@ from tscript_runtime import library
 from tscript_runtime.library.gemm import SMALL_M
 from tscript_runtime.library.loops import counted
 
-I8, I32, I64, F64 = ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.DoubleType()
+I1, I8, I32, I64, F64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.DoubleType()
 I8P = I8.as_pointer()
 FLOATS = {"cblas_sgemm": ir.FloatType(), "cblas_dgemm": ir.DoubleType()}
+SPLIT_GEMM_MIN = 1 << 17  # multiply-adds: a library GEMM this big computes its two column halves at once
+SPLIT_COLUMNS = 32  # halves start at a multiple of this many columns (whole blocks of the GEMM kernels)
 ROW_MAJOR = 101
 
 
@@ -196,13 +198,67 @@ def _product_function(module: ir.Module, function: str) -> ir.Function:
                             ours = [a, bm, c, m, n, k, lda, ldb, ldc, has_bias]
                             with b.if_else(nt) as (transposed, other_layout):
                                 with transposed:
-                                    b.call(library.declare(module, "tscript_gemm_nt_f32"), ours)
+                                    _small_gemm(module, b, "tscript_gemm_nt_f32", ours)
                                 with other_layout:
                                     with b.if_else(nn) as (rowmajor, rest):
                                         with rowmajor:
-                                            b.call(library.declare(module, "tscript_gemm_nn_f32"), ours)
+                                            _small_gemm(module, b, "tscript_gemm_nn_f32", ours)
                                         with rest:
                                             b.call(gemm, blas)
+    b.ret_void()
+    return fn
+
+
+def _small_gemm(module: ir.Module, b: ir.IRBuilder, name: str, args: list) -> None:
+    """The library GEMM `name` on `args` (A, B, C, M, N, K, lda, ldb, ldc, accumulate); with enough
+    work, its columns of C in two halves at once (the library's worker computes the second)."""
+    a, bm, c, m, n, k, lda, ldb, ldc, accumulate = args
+    work = b.mul(b.mul(m, n), k)
+    split = b.and_(b.icmp_signed(">=", work, I64(SPLIT_GEMM_MIN)), b.icmp_signed(">=", n, I64(2 * SPLIT_COLUMNS)))
+    with b.if_else(split) as (halves, whole):
+        with halves:
+            cut = b.and_(b.sdiv(n, I64(2)), I64(-SPLIT_COLUMNS))
+            sizes = _stack(b, I64, [cut, b.sub(n, cut)])
+            column = b.mul(cut, I64(4))  # bytes to the second half's first column of C (and of B in NN)
+            b_step = b.mul(column, ldb) if name == "tscript_gemm_nt_f32" else column  # NT: B's rows are C's columns
+            a8, bm8, c8 = (b.bitcast(p, I8P) for p in (a, bm, c))
+            first = _stack(b, I8P, [a8, bm8, c8])
+            second = _stack(b, I8P, [a8, b.gep(bm8, [b_step]), b.gep(c8, [column])])
+            dims = _stack(b, I64, [m, k, lda, ldb, ldc, b.zext(accumulate, I64)])
+            part = _gemm_part(module, name)
+            b.call(library.declare(module, "tscript_parallel2"),
+                   [b.bitcast(part, I8P), sizes, b.bitcast(first, I8P), b.gep(sizes, [I64(1)]),
+                    b.bitcast(second, I8P), dims, ir.Constant(F64.as_pointer(), None)])
+        with whole:
+            b.call(library.declare(module, name), args)
+
+
+def _stack(b: ir.IRBuilder, ty, values: list):
+    """An array of `values` on the stack."""
+    at = b.alloca(ty, I64(len(values)))
+    for i, v in enumerate(values):
+        b.store(v, b.gep(at, [I64(i)]))
+    return at
+
+
+def _gemm_part(module: ir.Module, name: str) -> ir.Function:
+    """`void <name>_part(i64* n, i8** [A, B, C], i64* [M, K, lda, ldb, ldc, accumulate], double*)`,
+    once per module: the library GEMM `name` for the sizes[0] columns of C at the pointers, in the
+    kernel ABI tscript_parallel2 runs."""
+    part = f"{name}_part"
+    try:
+        return module.get_global(part)
+    except KeyError:
+        pass
+    fp = ir.FloatType().as_pointer()
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), I8P.as_pointer(), I64.as_pointer(),
+                                                             F64.as_pointer()]), part)
+    fn.linkage = "internal"
+    sizes, ptrs, dims, _ = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    a, bm, c = (b.bitcast(b.load(b.gep(ptrs, [I64(i)])), fp) for i in range(3))
+    m, k, lda, ldb, ldc, accumulate = (b.load(b.gep(dims, [I64(i)])) for i in range(6))
+    b.call(library.declare(module, name), [a, bm, c, m, b.load(sizes), k, lda, ldb, ldc, b.trunc(accumulate, I1)])
     b.ret_void()
     return fn
 
