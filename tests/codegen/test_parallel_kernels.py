@@ -162,9 +162,10 @@ def test_entry_with_split_kernels_from_several_threads():
 
 
 @pytest.mark.parametrize("layout", ["linear (A @ W^T)", "matmul (A @ B)"])
-@pytest.mark.parametrize("rows, cols", [(3, 64), (16, 100), (64, 513), (7, 1000)])
+@pytest.mark.parametrize("rows, cols", [(3, 64), (16, 100), (64, 513), (7, 1000), (1, 1000), (2, 513), (1, 40)])
 def test_library_gemms_split_by_columns(layout, rows, cols):
-    """Float32 products of 3..64 rows with enough work run as two column halves at once."""
+    """Float32 products of up to 64 rows with enough work run as two column halves at once (and
+    3..64 rows with less work in one call; one row with little work is BLAS's GEMV)."""
     k = 300
     rng = np.random.default_rng(rows * cols)
     w = rng.standard_normal((cols, k) if layout.startswith("linear") else (k, cols)).astype(np.float32)
@@ -175,7 +176,7 @@ def test_library_gemms_split_by_columns(layout, rows, cols):
         fn, want = (lambda x, w, b: (x @ w).tanh() - b), (lambda x: np.tanh(x @ w) - bias)
     args = (ts.randn(rows, k), ts.from_numpy(w), ts.from_numpy(bias))
     cm = ts.jit.compile(fn, args, dynamic={0: [0]})
-    for m in (rows, 2, 65):  # 2 and 65 rows are BLAS's, for comparison
+    for m in (rows, 1, 2, 65):  # 65 rows are BLAS's, for comparison
         x = rng.standard_normal((m, k)).astype(np.float32)
         got = cm(ts.from_numpy(x), *args[1:]).numpy()
         np.testing.assert_allclose(got, want(x), rtol=1e-4, atol=1e-5)

@@ -151,8 +151,9 @@ def _conv_function(module: ir.Module, name: str, dtype) -> ir.Function:
 
 def _product_function(module: ir.Module, function: str) -> ir.Function:
     """`void <function>_step(i64* dims, i8* a, i8* b, i8* c, i8* bias)`, defined once per module: C =
-    op(A) @ op(B) (+ the bias rows, when `bias` is not null) with the plan's GEMM_SLOTS at `dims`;
-    BLAS's GEMV when C is one row or one column (its GEMM is slower there)."""
+    op(A) @ op(B) (+ the bias rows, when `bias` is not null) with the plan's GEMM_SLOTS at `dims`:
+    float32 products of 3..SMALL_M rows of a row-major A, or of fewer rows with enough work to split,
+    by the kernel library; the rest by BLAS."""
     name = f"{function}_step"
     try:
         return module.get_global(name)
@@ -172,41 +173,46 @@ def _product_function(module: ir.Module, function: str) -> ir.Function:
             _fill_rows(module, fn, b, c8, bias, m, b.mul(n, size), b.mul(bias_rows, size))
         beta = b.select(has_bias, fty(1.0), fty(0.0))
         a, bm, c = (b.bitcast(p, fty.as_pointer()) for p in (a8, b8, c8))
-        gemv, gemm = _blas(module, function.replace("gemm", "gemv"), fty), _blas(module, function, fty)
-        one, unit = fty(1.0), I64(1)
-        no, yes = I32(NO_TRANS), I32(TRANS)
-        with b.if_else(b.icmp_signed("==", m, unit)) as (row, other):
-            with row:  # c = op(B)^T a
-                plain = b.icmp_signed("==", tb, no)
-                b.call(gemv, [I32(ROW_MAJOR), b.select(plain, yes, no), b.select(plain, k, n), b.select(plain, n, k),
-                              one, bm, ldb, a, unit, beta, c, unit])
-            with other:
-                with b.if_else(b.icmp_signed("==", n, unit)) as (column, full):
-                    with column:  # c = op(A) b
-                        plain = b.icmp_signed("==", ta, no)
-                        b.call(gemv, [I32(ROW_MAJOR), b.select(plain, no, yes), b.select(plain, m, k),
-                                      b.select(plain, k, m), one, a, lda, bm, unit, beta, c, unit])
-                    with full:
-                        blas = [I32(ROW_MAJOR), ta, tb, m, n, k, one, a, lda, bm, ldb, beta, c, ldc]
-                        if function != "cblas_sgemm":
-                            b.call(gemm, blas)
-                        else:  # few rows of A: the kernel library's GEMMs (library/gemm.py)
-                            few = b.and_(b.icmp_signed(">=", m, I64(3)), b.icmp_signed("<=", m, I64(SMALL_M)))
-                            plain_a = b.icmp_signed("==", ta, no)
-                            nt = b.and_(few, b.and_(plain_a, b.icmp_signed("==", tb, yes)))
-                            nn = b.and_(few, b.and_(plain_a, b.icmp_signed("==", tb, no)))
-                            ours = [a, bm, c, m, n, k, lda, ldb, ldc, has_bias]
-                            with b.if_else(nt) as (transposed, other_layout):
-                                with transposed:
-                                    _small_gemm(module, b, "tscript_gemm_nt_f32", ours)
-                                with other_layout:
-                                    with b.if_else(nn) as (rowmajor, rest):
-                                        with rowmajor:
-                                            _small_gemm(module, b, "tscript_gemm_nn_f32", ours)
-                                        with rest:
-                                            b.call(gemm, blas)
+        if function != "cblas_sgemm":
+            _blas_product(module, b, function, fty, [ta, tb, m, n, k, a, lda, bm, ldb, beta, c, ldc])
+        else:  # the kernel library's GEMMs (library/gemm.py) for few rows of A, or one that splits
+            big = b.and_(b.icmp_signed(">=", b.mul(b.mul(m, n), k), I64(SPLIT_GEMM_MIN)),
+                         b.icmp_signed(">=", n, I64(2 * SPLIT_COLUMNS)))
+            few = b.and_(b.icmp_signed("<=", m, I64(SMALL_M)), b.or_(b.icmp_signed(">=", m, I64(3)), big))
+            ours = [a, bm, c, m, n, k, lda, ldb, ldc, has_bias]
+            with b.if_else(b.and_(few, b.icmp_signed("==", ta, I32(NO_TRANS)))) as (library_gemm, blas):
+                with library_gemm:
+                    with b.if_else(b.icmp_signed("==", tb, I32(TRANS))) as (transposed, rowmajor):
+                        with transposed:
+                            _small_gemm(module, b, "tscript_gemm_nt_f32", ours)
+                        with rowmajor:
+                            _small_gemm(module, b, "tscript_gemm_nn_f32", ours)
+                with blas:
+                    _blas_product(module, b, function, fty, [ta, tb, m, n, k, a, lda, bm, ldb, beta, c, ldc])
     b.ret_void()
     return fn
+
+
+def _blas_product(module: ir.Module, b: ir.IRBuilder, function: str, fty, args: list) -> None:
+    """C = op(A) @ op(B) (+ beta C) by BLAS: its GEMV when C is one row or one column (its GEMM is
+    slower there), else its GEMM."""
+    ta, tb, m, n, k, a, lda, bm, ldb, beta, c, ldc = args
+    gemv, gemm = _blas(module, function.replace("gemm", "gemv"), fty), _blas(module, function, fty)
+    one, unit = fty(1.0), I64(1)
+    no, yes = I32(NO_TRANS), I32(TRANS)
+    with b.if_else(b.icmp_signed("==", m, unit)) as (row, other):
+        with row:  # c = op(B)^T a
+            plain = b.icmp_signed("==", tb, no)
+            b.call(gemv, [I32(ROW_MAJOR), b.select(plain, yes, no), b.select(plain, k, n), b.select(plain, n, k),
+                          one, bm, ldb, a, unit, beta, c, unit])
+        with other:
+            with b.if_else(b.icmp_signed("==", n, unit)) as (column, full):
+                with column:  # c = op(A) b
+                    plain = b.icmp_signed("==", ta, no)
+                    b.call(gemv, [I32(ROW_MAJOR), b.select(plain, no, yes), b.select(plain, m, k),
+                                  b.select(plain, k, m), one, a, lda, bm, unit, beta, c, unit])
+                with full:
+                    b.call(gemm, [I32(ROW_MAJOR), ta, tb, m, n, k, one, a, lda, bm, ldb, beta, c, ldc])
 
 
 def _small_gemm(module: ir.Module, b: ir.IRBuilder, name: str, args: list) -> None:
