@@ -1,5 +1,5 @@
 """The kernel library: native functions any compiled model may call (GEMMs for few rows, im2col,
-max-pooling). They are the same for every model, so they are built once — one LLVM module, compiled
+max-pooling, running a kernel's two halves at once on a native worker thread). They are the same for every model, so they are built once — one LLVM module, compiled
 for this CPU through the on-disk object cache, linked once per process — and models' code imports
 them by name, like the BLAS. Stored IR may declare them (they are on native.py's allow-list); the
 names carry the ABI, so a changed signature must get a new name.
