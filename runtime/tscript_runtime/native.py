@@ -20,9 +20,8 @@ _lock = threading.Lock()  # llvmlite binding calls are not thread-safe across th
 _state: dict = {}
 
 # External functions stored LLVM IR may declare: libm (ldexpf is what `llvm.ldexp` becomes on CPUs
-# without AVX-512), memory, LLVM intrinsics, the CBLAS entry
-# points of the BLAS bundled with numpy, and tscript's kernel library (library/). Anything else is
-# refused at load.
+# without AVX-512), memory, LLVM intrinsics, the CBLAS entry points of the BLAS bundled with numpy,
+# and tscript's kernel library (library/). Anything else is refused at load.
 ALLOWED_EXTERNALS = {
     "expf", "exp", "logf", "log", "tanhf", "tanh", "erff", "erf", "sqrtf", "sqrt", "powf", "pow", "fabsf", "fabs",
     "log1pf", "log1p", "expm1f", "expm1", "sinf", "sin", "cosf", "cos", "floorf", "floor", "ceilf", "ceil",

@@ -176,9 +176,8 @@ def _product_function(module: ir.Module, function: str) -> ir.Function:
         if function != "cblas_sgemm":
             _blas_product(module, b, function, fty, [ta, tb, m, n, k, a, lda, bm, ldb, beta, c, ldc])
         else:  # the kernel library's GEMMs (library/gemm.py) for few rows of A, or one that splits
-            big = b.and_(b.icmp_signed(">=", b.mul(b.mul(m, n), k), I64(SPLIT_GEMM_MIN)),
-                         b.icmp_signed(">=", n, I64(2 * SPLIT_COLUMNS)))
-            few = b.and_(b.icmp_signed("<=", m, I64(SMALL_M)), b.or_(b.icmp_signed(">=", m, I64(3)), big))
+            few = b.and_(b.icmp_signed("<=", m, I64(SMALL_M)),
+                         b.or_(b.icmp_signed(">=", m, I64(3)), _splits(b, m, n, k)))
             ours = [a, bm, c, m, n, k, lda, ldb, ldc, has_bias]
             with b.if_else(b.and_(few, b.icmp_signed("==", ta, I32(NO_TRANS)))) as (library_gemm, blas):
                 with library_gemm:
@@ -219,9 +218,7 @@ def _small_gemm(module: ir.Module, b: ir.IRBuilder, name: str, args: list) -> No
     """The library GEMM `name` on `args` (A, B, C, M, N, K, lda, ldb, ldc, accumulate); with enough
     work, its columns of C in two halves at once (the library's worker computes the second)."""
     a, bm, c, m, n, k, lda, ldb, ldc, accumulate = args
-    work = b.mul(b.mul(m, n), k)
-    split = b.and_(b.icmp_signed(">=", work, I64(SPLIT_GEMM_MIN)), b.icmp_signed(">=", n, I64(2 * SPLIT_COLUMNS)))
-    with b.if_else(split) as (halves, whole):
+    with b.if_else(_splits(b, m, n, k)) as (halves, whole):
         with halves:
             cut = b.and_(b.sdiv(n, I64(2)), I64(-SPLIT_COLUMNS))
             sizes = _stack(b, I64, [cut, b.sub(n, cut)])
@@ -237,6 +234,12 @@ def _small_gemm(module: ir.Module, b: ir.IRBuilder, name: str, args: list) -> No
                     b.bitcast(second, I8P), dims, ir.Constant(F64.as_pointer(), None)])
         with whole:
             b.call(library.declare(module, name), args)
+
+
+def _splits(b: ir.IRBuilder, m, n, k):
+    """Is an (M, N, K) library GEMM worth computing as two column halves at once?"""
+    return b.and_(b.icmp_signed(">=", b.mul(b.mul(m, n), k), I64(SPLIT_GEMM_MIN)),
+                  b.icmp_signed(">=", n, I64(2 * SPLIT_COLUMNS)))
 
 
 def _stack(b: ir.IRBuilder, ty, values: list):
