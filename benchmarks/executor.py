@@ -5,7 +5,7 @@ import numpy as np
 
 import tscript as ts
 from tscript.ir import Graph, tensor_type
-from tscript.ir.serialize import graph_to_json
+from tscript.ir.graph_json import graph_to_json
 from tscript_runtime.executor import ArrayDomain, Program
 
 from .harness import Case, torch

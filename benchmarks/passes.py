@@ -24,7 +24,7 @@ from tscript.frontend.modules import _attr_tree  # noqa: E402
 from tscript.ir import Graph, tensor_type  # noqa: E402
 from tscript.ir.passes.memory_plan import measure_peak, plan_memory  # noqa: E402
 from tscript.ir.passes.pipeline import PIPELINE, run_pipeline  # noqa: E402
-from tscript.ir.serialize import graph_to_json  # noqa: E402
+from tscript.ir.graph_json import graph_to_json  # noqa: E402
 from tscript_runtime.executor import ArrayDomain, Program  # noqa: E402
 
 from .harness import Case, fmt_time, run_case  # noqa: E402

@@ -14,7 +14,7 @@ from ._device import device
 from ._dtype import (bool_, dtype, float32, float64, get_default_dtype, int32, int64,
                      set_default_dtype)
 from ._size import Size
-from .serialization import load, save
+from .tensor_file import load, save
 from . import autograd, jit, nn
 from . import optim, utils
 from .autograd import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,

@@ -109,7 +109,7 @@ def run(seed: int = 0, steps: int = 30, out=print) -> dict:
                    "compiled_s": _median_time(lambda: compiled(batch))}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "demo.tsm")
-        ts.jit.save(compiled if _saves_native() else traced, path)
+        ts.jit.save(compiled, path)
         out(f"\n3. saved {os.path.getsize(path) / 1024:.0f} KiB to one file; reloading in a fresh process "
             f"with only numpy + llvmlite ...")
         np.save(os.path.join(tmp, "x.npy"), batch.numpy())
@@ -130,9 +130,3 @@ def run(seed: int = 0, steps: int = 30, out=print) -> dict:
         f"{figures['runtime_first_s'] * 1e6:.1f} us")
     return figures
 
-
-def _saves_native() -> bool:
-    """Whether jit.save accepts CompiledModels (native code in the file)."""
-    import inspect
-    from .frontend import saving
-    return "CompiledModel" in inspect.getsource(saving)

@@ -76,10 +76,8 @@ def cmd_info(args) -> None:
     for name, array in model.params.items():
         print(f"  {name:<{width}}  {dt.NAMES[array.dtype]:<7} {list(array.shape)}")
     print("native code:")
-    for name, state in model.native.items():
-        print(f"  {name}: {state.describe()}")
-    if not model.native:
-        print("  none (runs on the reference kernels)")
+    for name, executable in model.executables.items():
+        print(f"  {name}: {executable.describe()}")
 
 
 def cmd_run(args) -> None:
@@ -108,10 +106,9 @@ def cmd_bench(args) -> None:
     model = load(args.model)
     inputs = [_read_input(p) for p in args.input] or _random_inputs(model, args.entry)
     times = _time_runs(model, args.entry, inputs, args.runs, args.warmup)
-    state = model.native.get(args.entry)
     print(f"{args.model} {args.entry}: {args.runs} runs, median {_ms(np.median(times))}, "
           f"p90 {_ms(np.percentile(times, 90))}, min {_ms(times.min())}, mean {_ms(times.mean())}")
-    print(f"native code: {state.describe() if state else 'none (reference kernels)'}")
+    print(f"native code: {model.executables[args.entry].describe()}")
 
 
 COMMANDS = {"info": cmd_info, "run": cmd_run, "ir": cmd_ir, "bench": cmd_bench}

@@ -1,5 +1,6 @@
-"""Whole-graph native execution: when every node of a graph lowers, one generated function (the
-*entry*) runs all its kernels and GEMMs in order over one arena, so a model call is one native call.
+"""Whole-graph native execution: when the native plan has an entry (native_plan.py), one generated
+function runs all of a graph's kernels, GEMMs, convolutions and poolings in order over one arena, so
+a model call is one native call.
 
 The entry's code is fixed; whatever depends on the input shapes is data it reads:
 
@@ -8,11 +9,11 @@ The entry's code is fixed; whatever depends on the input shapes is data it reads
 `bases` = [arena, tensor inputs..., fixed arrays (parameters, tensor constants)..., outputs...].
 Every tensor value lives in a *root* buffer (views such as reshape share their input's root): a
 root computed by a step is in the arena at byte offset `plan[slot]`, or in an output array when a
-graph output is (a view of) it. `EntryLayout` derives from the graph alone which slots each step
-reads, so the code generator (tscript.codegen.graph_entry) and this runtime agree; the layout's
-fingerprint is part of the entry's symbol name, so code and layout of different versions never
-meet. `EntryLayout.plan` fills the slots once per input signature: shapes by the op table's rules,
-arena offsets, kernel sizes and strides (the kernels' own launch plans), GEMM dimensions.
+graph output is (a view of) it. `EntryLayout.build` lays out the plan's steps over the graph (which
+slots each step reads; the emitter, native/entry.py, generates the code from it) and refuses steps
+that do not match their nodes. `make_plan` fills the slots once per input signature: shapes by the
+op table's rules, arena offsets, kernel sizes and strides (the kernels' own launch plans), GEMM
+dimensions.
 
 Inputs and fixed arrays are made C-contiguous; everything computed is C-contiguous. A signature the
 entry cannot serve (a batched matmul, mixed dtypes, a kernel big enough to split over two threads,
@@ -22,18 +23,18 @@ the error that names the node.
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import json
 import re
 import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import dtypes as dt, library
+from . import dtypes as dt
+from .native import library
 from .errors import OpError
-from .graph_format import TensorRef, decode_attr
+from .graph_json import TensorRef, decode_attr
 from .ops import OPS
+from .native.library import GEOMETRY
 from .ops.registry import TensorMeta
 
 GROUPS = ("tscript::FusionGroup", "tscript::RowGroup")
@@ -70,7 +71,7 @@ GEMMS = {
 # Convolutions (im2col into arena scratch, then one GEMM per image) and max-pooling (a native kernel).
 CONVS = {"aten::conv2d": "tscript_conv2d"}
 POOLS = {"aten::max_pool2d": "tscript_max_pool2d"}
-GEOMETRY = ("C", "H", "W", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "OH", "OW")  # C: planes for pools
+STEP_KINDS = {"kernel": set(GROUPS), "gemm": set(GEMMS), "conv2d": set(CONVS), "max_pool2d": set(POOLS)}
 CONV_SLOTS = GEOMETRY + ("N", "O", "K", "L", "scratch")
 GEMM_SLOTS = ("trans_a", "trans_b", "M", "N", "K", "lda", "ldb", "ldc", "bias_row_stride")
 NO_TRANS, TRANS = 111, 112  # CBLAS_TRANSPOSE
@@ -117,6 +118,8 @@ class GemmStep:
     out: str
     function: str            # cblas_sgemm / cblas_dgemm
     trans_b: bool
+    small_m: int             # at most this many rows: the kernel library's GEMM (float32)
+    split_min: int           # multiply-adds from which a library GEMM runs in column halves on two threads
     dims: int = 0            # plan slot of GEMM_SLOTS
 
 
@@ -130,6 +133,7 @@ class WindowStep:
     bias: str | None
     out: str
     function: str            # tscript_conv2d_f32, tscript_max_pool2d_f64, ...
+    small_m: int = 0         # convolutions: at most this many output channels use the library GEMM
     dims: int = 0            # plan slot of CONV_SLOTS (convolutions) or GEOMETRY (pools)
 
 
@@ -160,15 +164,17 @@ class EntryLayout:
     results: list = field(default_factory=list)   # the graph's tensor outputs, containers flattened
 
     @classmethod
-    def build(cls, graph: dict, specs: dict) -> "EntryLayout":
-        """The layout of `graph`, or NotLowerable naming the node that stops it."""
+    def build(cls, graph: dict, steps: list, specs: dict) -> "EntryLayout":
+        """The layout of the entry running `steps` (native_plan.StepPlan) over `graph` (a checked
+        graph document whose kernels have the KernelSpecs `specs`, by name), or NotLowerable naming
+        the node that stops it."""
         layout = cls(graph, specs)
-        layout._walk()
+        layout._walk({s.node: s for s in steps})
         layout._place()
         return layout
 
     # -- static analysis ------------------------------------------------------------------------------
-    def _walk(self) -> None:
+    def _walk(self, steps: dict) -> None:
         for i, v in enumerate(self.graph["inputs"]):
             t = v.get("type", "")
             if i == 0 and t.startswith("__module__"):
@@ -180,7 +186,7 @@ class EntryLayout:
             else:
                 self.kinds[v["name"]] = "value"
         for index, node in enumerate(self.graph["nodes"]):
-            self._node(index, node)
+            self._node(index, node, steps.get(index))
         for name in self.graph["outputs"]:
             self._result(name)
 
@@ -194,19 +200,24 @@ class EntryLayout:
         else:
             raise NotLowerable(f"output '{name}' is not a tensor computed by the graph")
 
-    def _node(self, index: int, node: dict) -> None:
+    def _node(self, index: int, node: dict, step) -> None:
         kind, ins = node["kind"], node["inputs"]
         outs = [o["name"] for o in node["outputs"]]
         if node.get("blocks"):
             raise NotLowerable(f"{kind} has blocks (control flow)")
-        if kind == "prim::GetAttr":
+        if step is not None:
+            if kind not in STEP_KINDS[step.template] or len(outs) < 1:
+                raise NotLowerable(f"node {index} ({kind}) cannot be a '{step.template}' step")
+            if step.template == "kernel":
+                self._kernel(index, node, outs)
+            elif step.template == "gemm":
+                self._gemm(index, node, outs[0], step)
+            else:
+                self._window(index, node, outs[0], step)
+        elif kind == "prim::GetAttr":
             self._get_attr(node, outs[0])
-        elif kind in GROUPS:
-            self._kernel(index, node, outs)
-        elif kind in GEMMS:
-            self._gemm(index, node, outs[0])
-        elif kind in CONVS or kind in POOLS:
-            self._window(index, node, outs[0])
+        elif any(kind in kinds for kinds in STEP_KINDS.values()):
+            raise NotLowerable(f"node {index} ({kind}) has no step in the native plan")
         elif kind in ALIASES or kind in STRIDED_VIEWS:
             if self.kinds.get(ins[0]) != "tensor":
                 raise NotLowerable(f"{kind} of a value that is not a tensor")
@@ -243,9 +254,11 @@ class EntryLayout:
 
     def _kernel(self, index: int, node: dict, outs: list) -> None:
         name = node.get("attrs", {}).get("kernel")
-        if name not in self.specs:
-            raise NotLowerable(f"{node['kind']} without a compiled kernel")
+        if not isinstance(name, str) or name not in self.specs:
+            raise NotLowerable(f"{node['kind']} without a kernel in the native plan")
         spec = self.specs[name]
+        if len(node["inputs"]) != len(spec.inputs) or len(outs) != len(spec.out_dtypes):
+            raise NotLowerable(f"kernel {name}: its node's inputs and outputs do not match its subgraph's")
         tensors = [v for v, k in zip(node["inputs"], spec.inputs) if k == "tensor"]
         scalars = [v for v, k in zip(node["inputs"], spec.inputs) if k == "scalar"]
         if any(self.kinds.get(v) != "tensor" for v in tensors) or \
@@ -256,9 +269,11 @@ class EntryLayout:
             self._new_root(o, 0)
         self.steps.append(KernelStep(index, name, outs, tensors, scalars, rank=spec.rank))
 
-    def _gemm(self, index: int, node: dict, out: str) -> None:
+    def _gemm(self, index: int, node: dict, out: str, step) -> None:
         g = GEMMS[node["kind"]]
         ins = node["inputs"]
+        if len(ins) <= max(g.a, g.b, g.bias or 0, *g.units):
+            raise NotLowerable(f"{node['kind']} with {len(ins)} inputs")
         bias = ins[g.bias] if g.bias is not None and self.kinds.get(ins[g.bias]) == "tensor" else None
         if self.kinds.get(ins[g.a]) != "tensor" or self.kinds.get(ins[g.b]) != "tensor":
             raise NotLowerable(f"{node['kind']} of values that are not tensors")
@@ -267,10 +282,13 @@ class EntryLayout:
             raise NotLowerable(f"{node['kind']} of dtype {node['outputs'][0].get('type')} (BLAS has float32/64)")
         self._tensor_out(node, out)
         self._new_root(out, 0)
-        self.steps.append(GemmStep(index, node["kind"], ins[g.a], ins[g.b], bias, out, function, g.trans_b))
+        self.steps.append(GemmStep(index, node["kind"], ins[g.a], ins[g.b], bias, out, function, g.trans_b,
+                                   step.small_m, step.split_min))
 
-    def _window(self, index: int, node: dict, out: str) -> None:
+    def _window(self, index: int, node: dict, out: str, step) -> None:
         kind, ins = node["kind"], node["inputs"]
+        if len(ins) != (7 if kind in CONVS else 6):
+            raise NotLowerable(f"{kind} with {len(ins)} inputs")
         suffix = FLOAT_SUFFIX.get(_tensor_type(node["outputs"][0].get("type", ""))[1])
         if suffix is None:
             raise NotLowerable(f"{kind} of dtype {node['outputs'][0].get('type')}")
@@ -282,7 +300,7 @@ class EntryLayout:
         self._tensor_out(node, out)
         self._new_root(out, 0)
         name = (CONVS.get(kind) or POOLS[kind]) + "_" + suffix
-        self.steps.append(WindowStep(index, kind, ins[0], weight, bias, out, name))
+        self.steps.append(WindowStep(index, kind, ins[0], weight, bias, out, name, step.small_m))
 
     def _tensor_out(self, node: dict, name: str) -> None:
         if not _tensor_type(next(o for o in node["outputs"] if o["name"] == name).get("type", "Tensor"))[0]:
@@ -334,17 +352,6 @@ class EntryLayout:
         """Where a tensor value lives (its root's base and offset slot)."""
         return self.roots[self.root_of[value]]
 
-    def fingerprint(self) -> str:
-        """A short hash of everything the entry's code depends on."""
-        steps = [[type(s).__name__, *[getattr(s, k) for k in sorted(vars(s))]] for s in self.steps]
-        roots = {k: [r.base, r.slot] for k, r in self.roots.items()}
-        text = json.dumps([steps, roots, self.root_of, self.n_slots, self.n_scalars], sort_keys=True, default=str)
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-    def symbol(self, prefix: str) -> str:
-        """The entry function's name."""
-        return f"{prefix}_entry_{self.fingerprint()}"
-
 
 def _scalar_op(kind: str) -> bool:
     """An op on Python values only (int arithmetic on sizes, ...): evaluated while planning."""
@@ -353,19 +360,11 @@ def _scalar_op(kind: str) -> bool:
         all(r.type != "Tensor" for r in op.schema.returns)
 
 
-def try_layout(graph: dict, specs: dict) -> EntryLayout | None:
-    """The entry layout of `graph`, or None when some node does not lower."""
-    try:
-        return EntryLayout.build(graph, specs)
-    except NotLowerable:
-        return None
-
-
 # -- plans: everything that depends on the input signature ---------------------------------------------
 
 @dataclass
-class Plan:
-    """One input signature's data for the entry."""
+class CallPlan:
+    """One input signature's data for the entry: the numbers the entry's code reads."""
     ints: object              # ctypes int64 array: the plan slots
     scalars: object           # ctypes double array: the kernels' scalar inputs
     arena: int                # bytes of arena the entry uses
@@ -381,8 +380,8 @@ class Unplannable(Exception):
     """The entry cannot run this signature (the executor does)."""
 
 
-def make_plan(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> Plan:
-    """The plan for graph inputs `args` and fixed arrays `fixed` (all C-contiguous)."""
+def make_plan(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> CallPlan:
+    """The call plan for graph inputs `args` and fixed arrays `fixed` (all C-contiguous)."""
     env, kernel_plans = _evaluate(layout, launchers, args, fixed)
     library.parallel2()  # the worker thread big kernels and GEMMs hand their second halves to
     ints = (ctypes.c_int64 * max(layout.n_slots, 1))()
@@ -400,7 +399,7 @@ def make_plan(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> 
     views = [(layout.outputs.index(layout.root_of[o]), env[o].shape,
               None if env[o].flags.c_contiguous else env[o].strides) for o in layout.results]
     direct = not layout.containers and [(i, shape, None) for i, (shape, _) in enumerate(outputs)] == views
-    return Plan(ints, scalars, arena, outputs, views, direct)
+    return CallPlan(ints, scalars, arena, outputs, views, direct)
 
 
 def _evaluate(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> tuple[dict, dict]:
@@ -540,8 +539,9 @@ def _plan_window(step: WindowStep, node: dict, env: dict, ints) -> None:
     x, out = env[step.input], env[step.out]
     args = [env[v] for v in node["inputs"]]
     operands = [env[v] for v in (step.input, step.weight, step.bias) if v is not None]
-    if any(not t.flags.c_contiguous or t.dtype != out.dtype for t in operands) or x.ndim not in (3, 4):
-        raise Unplannable(f"{step.kind} of non-contiguous operands or mixed dtypes")
+    dtype = np.float32 if step.function.endswith("f32") else np.float64
+    if any(not t.flags.c_contiguous or t.dtype != dtype for t in operands + [out]) or x.ndim not in (3, 4):
+        raise Unplannable(f"{step.kind} of non-contiguous operands or other dtypes than its code's")
     image = tuple(x.shape[-3:])
     if step.kind in CONVS:
         if args[6] != 1:

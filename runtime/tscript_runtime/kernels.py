@@ -3,14 +3,9 @@ strides (broadcast = 0) and pointers. The sizes and strides are packed once per 
 shared by all threads; each thread fills in pointers and scalars in its own buffers, so several
 threads may run one kernel at once (the ctypes call releases the GIL while native code runs).
 
-A kernel is described by a `LaunchSpec` (saved models store it as JSON in their manifest):
-
-    {"name": "k_fusion_0", "rank": 2, "inputs": ["tensor", "scalar"],
-     "input_dtypes": ["float32"], "output_dtypes": ["float32"], "out_row": false}
-
-`inputs` gives the kind of each input of the fusion group in order, `input_dtypes` the dtype of
-each tensor input (the kernel reads memory as that type, so anything else is refused); `out_row`
-marks row kernels whose outputs hold one value per row (last dim of size 1).
+A kernel is described by its KernelSpec (kernel_specs.py: read off its subgraph's types); every
+call's arrays are checked against it (dtypes, ranks, static sizes), so a kernel reads and writes only
+memory of the types and shapes its code was generated for.
 
 Elementwise kernels loop over the iteration dims in the order `loop_order.plan` picks for each
 layout (transposed inputs next to the innermost dim, contiguous dims merged); a row kernel's order
@@ -20,99 +15,45 @@ from __future__ import annotations
 
 import ctypes
 import sys
-import re
 import threading
-from dataclasses import dataclass
 
 import numpy as np
 
-from . import dtypes as dt, library, loop_order
-from .errors import ModelError, OpRuntimeError
+from . import dtypes as dt, loop_order
+from .errors import OpIndexError, OpRuntimeError
+from .kernel_specs import KernelSpec
+from .native import library
 
 _SIG = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
-_NAME = re.compile(r"[A-Za-z_][\w.]*\Z")
-KINDS = ("tensor", "scalar")
-MAX_RANK = 64
 _MAX_PLANS = 256  # layouts remembered per kernel (dynamic dims make new ones)
-
-
-@dataclass(frozen=True)
-class LaunchSpec:
-    """What calling a generated kernel needs: its name, loop rank, input kinds and dtypes."""
-    name: str
-    rank: int
-    inputs: tuple          # "tensor" or "scalar", one per fusion-group input
-    input_dtypes: tuple    # numpy dtypes of the tensor inputs
-    output_dtypes: tuple   # numpy dtypes of the outputs
-    out_row: bool = False  # row kernels: one output value per row
-    row: bool = False      # a row kernel (reduces the last dim); absent in older files
-
-    def to_json(self) -> dict:
-        return {"name": self.name, "rank": self.rank, "inputs": list(self.inputs),
-                "input_dtypes": [dt.NAMES[d] for d in self.input_dtypes],
-                "output_dtypes": [dt.NAMES[d] for d in self.output_dtypes], "out_row": self.out_row,
-                "row": self.row}
-
-    @classmethod
-    def from_json(cls, data) -> "LaunchSpec":
-        """A spec from manifest data; ModelError when it is malformed (files are untrusted)."""
-        if not isinstance(data, dict):
-            raise ModelError(f"malformed kernel description {data!r}")
-        name, rank, inputs = data.get("name"), data.get("rank"), data.get("inputs")
-        if not isinstance(name, str) or not _NAME.match(name):
-            raise ModelError(f"kernel name {name!r} is not a symbol name")
-        if type(rank) is not int or not 0 <= rank <= MAX_RANK:
-            raise ModelError(f"kernel '{name}': rank {rank!r} is not an int in 0..{MAX_RANK}")
-        if not isinstance(inputs, list) or not all(isinstance(k, str) and k in KINDS for k in inputs):
-            raise ModelError(f"kernel '{name}': inputs must be a list of {' or '.join(KINDS)}, got {inputs!r}")
-        ins, outs = _dtypes(name, data, "input_dtypes"), _dtypes(name, data, "output_dtypes")
-        if len(ins) != inputs.count("tensor") or not outs:
-            raise ModelError(f"kernel '{name}': needs one input dtype per tensor input and at least one output")
-        if not isinstance(data.get("out_row"), bool):
-            raise ModelError(f"kernel '{name}': out_row must be true or false, got {data.get('out_row')!r}")
-        row = data.get("row", False)
-        if not isinstance(row, bool):
-            raise ModelError(f"kernel '{name}': row must be true or false, got {row!r}")
-        return cls(name, rank, tuple(inputs), ins, outs, data["out_row"], row)
-
-    def launcher(self, address: int) -> "FusedKernel":
-        """The launcher of this kernel, compiled at `address`."""
-        return FusedKernel(address, self.rank, list(self.inputs), list(self.output_dtypes), self.out_row,
-                           list(self.input_dtypes), self.name, self.row)
-
-
-def _dtypes(name: str, data: dict, key: str) -> tuple:
-    names = data.get(key)
-    if not isinstance(names, list) or not all(isinstance(n, str) and n in dt.BY_NAME for n in names):
-        raise ModelError(f"kernel '{name}': {key} must be a list of dtype names, got {names!r}")
-    return tuple(dt.BY_NAME[n] for n in names)
 
 
 class _Plan:
     __slots__ = ("out_shape", "sizes", "strides", "halves", "offsets")
 
 
-SPLIT_MIN = 1 << 16  # elements: below this, handing half the work to the other core costs more than it saves
 SPLIT_ALIGN = 16  # halves of long dims start at a multiple of this (whole vectors and kernel tiles)
 
 
 class FusedKernel:
-    """A compiled fusion group: call it with the group's inputs (arrays and Python scalars)."""
+    """A compiled fusion group: call it with the group's inputs (arrays and Python scalars). Launches
+    of `split_min` elements or more run as two halves on two threads."""
 
-    def __init__(self, address: int, rank: int, inputs: list, out_dtypes: list, out_row: bool = False,
-                 in_dtypes: list | None = None, name: str = "fused kernel", row: bool = False):
+    def __init__(self, address: int, spec: KernelSpec, split_min: int, name: str = "fused kernel"):
         self.fn = _SIG(address)
         self.address = address
         self.name = name
-        self.row = row  # a row kernel: its last dim is reduced, so its loop order is fixed
-        self.out_row = out_row  # row kernels may output one value per row (last dim of size 1)
-        self.rank, self.kinds = rank, inputs
-        self.out_dtypes = [np.dtype(d) for d in out_dtypes]
-        self.in_dtypes = None if in_dtypes is None else [np.dtype(d) for d in in_dtypes]
-        self.n_scalars = sum(k == "scalar" for k in inputs)
-        self.n_ptrs = len(self.out_dtypes) + len(inputs) - self.n_scalars
-        self._sizes_t = ctypes.c_int64 * max(rank, 1)
-        self._strides_t = ctypes.c_int64 * max(self.n_ptrs * rank, 1)
+        self.spec = spec
+        self.split_min = split_min
+        self.row = spec.row  # a row kernel: its last dim is reduced, so its loop order is fixed
+        self.out_row = spec.out_row  # row kernels may output one value per row (last dim of size 1)
+        self.rank, self.kinds = spec.rank, list(spec.inputs)
+        self.out_dtypes = [np.dtype(d) for d in spec.out_dtypes]
+        self.in_dtypes = [np.dtype(d) for d in spec.in_dtypes]
+        self.n_scalars = sum(k == "scalar" for k in self.kinds)
+        self.n_ptrs = len(self.out_dtypes) + len(self.kinds) - self.n_scalars
+        self._sizes_t = ctypes.c_int64 * max(self.rank, 1)
+        self._strides_t = ctypes.c_int64 * max(self.n_ptrs * self.rank, 1)
         self._plans: dict = {}  # layout -> _Plan; plans are never changed once made
         self._local = threading.local()  # per-thread pointer and scalar buffers
         self._buffers()  # made now for the loading thread: a first call costs what later ones do
@@ -182,13 +123,17 @@ class FusedKernel:
 
     def _plan(self, tensors: list) -> _Plan:
         r = self.rank
-        if self.in_dtypes is not None:
-            got = [a.dtype for a in tensors]
-            if got != self.in_dtypes:
-                raise OpRuntimeError(f"{self.name}: compiled for inputs of dtypes "
-                                     f"{[dt.NAMES.get(d, str(d)) for d in self.in_dtypes]}, got "
-                                     f"{[dt.NAMES.get(d, str(d)) for d in got]}")
+        got = [a.dtype for a in tensors]
+        if got != self.in_dtypes:
+            raise OpRuntimeError(f"{self.name}: compiled for inputs of dtypes "
+                                 f"{[dt.NAMES.get(d, str(d)) for d in self.in_dtypes]}, got "
+                                 f"{[dt.NAMES.get(d, str(d)) for d in got]}")
+        for a, shape in zip(tensors, self.spec.in_shapes):
+            self._check_static(a.shape, shape, "input")
         iteration = self._broadcast([a.shape for a in tensors])
+        self._check_static(iteration, self.spec.iteration, "iteration space")
+        if self.spec.nonempty_rows and iteration and iteration[-1] == 0:
+            raise OpIndexError(f"{self.name}: amax(): Expected reduction dim {r - 1} to have non-zero size.")
         plan = _Plan()
         plan.out_shape = iteration[:-1] + (1,) if self.out_row and r else iteration
         out_strides = _strides(plan.out_shape, _contiguous(plan.out_shape), 1, iteration)  # fresh C-contiguous
@@ -212,12 +157,18 @@ class FusedKernel:
             d = 0 if len(sizes) >= 2 and sizes[0] >= 2 else None
         else:
             d = next((d for d, n in enumerate(sizes) if n >= 2), None)
-        if d is None or int(np.prod(sizes)) < SPLIT_MIN:
+        if d is None or int(np.prod(sizes)) < self.split_min:
             return None, None
         n = sizes[d]
         cut = n // 2 if n < 4 * SPLIT_ALIGN else n // 2 // SPLIT_ALIGN * SPLIT_ALIGN
         halves = tuple(self._sizes_t(*sizes[:d], m, *sizes[d + 1:]) for m in (cut, n - cut))
         return halves, [cut * st[d] * size for st, size in zip(arrays_strides, items)]
+
+    def _check_static(self, got: tuple, declared: tuple, what: str) -> None:
+        """`got` fits the shape the code was generated for: the rank of `declared`, and size 1 where it
+        has size 1 (the code reads such dims with the constant stride 0)."""
+        if len(got) != len(declared) or any(d == 1 and g != 1 for g, d in zip(got, declared)):
+            raise OpRuntimeError(f"{self.name}: compiled for an {what} of shape {list(declared)}, got {list(got)}")
 
     def _broadcast(self, shapes: list) -> tuple:
         """The iteration space: the inputs' broadcast shape, padded with leading 1s to the kernel's rank."""

@@ -1,10 +1,9 @@
-"""Saved models (`.tsm`): reading and checking the file, and `Model`, which runs its entry points
-with the graph executor on numpy arrays, and native kernels where the file has native code. Needs
-only numpy and the standard library (and llvmlite for native code).
+"""Saved models (`.tsm`): reading and checking the file, and `Model`, which runs its entry points.
+Needs only numpy and the standard library (and llvmlite for native code).
 
-A `.tsm` file is a checked archive (archive.py) of format "tscript-model", version 1:
+A `.tsm` file is a checked archive (archive.py) of format "tscript-model", version 2:
 
-    manifest.json        {"format": "tscript-model", "version": 1, "producer": "tscript 0.1.0",
+    manifest.json        {"format": "tscript-model", "version": 2, "producer": "tscript 0.1.0",
                           "kind": "module" | "function", "name": "<class or function name>",
                           "modules": {"": {"type": "Net", "training": false}, "fc1": {...}},  (modules)
                           "params": {"fc1.weight": {"member": "params/fc1.weight.npy",
@@ -15,11 +14,12 @@ A `.tsm` file is a checked archive (archive.py) of format "tscript-model", versi
                                                        "ir": "forward.ir", "self": true,
                                                        "inputs": [...], "outputs": [...],
                                                        "constants": {"c0": "constants/c0.npy"},
-                                                       "native": null}},
+                                                       "plan": "forward.plan.json" | null,
+                                                       "dynamic": [[0, [0]]]}},
                           "members": {<name>: {"sha256": ..., "size": ...}, ...}}
-    <entry>.graph.json   the executable graph (graph_format.py)
+    <entry>.graph.json   the executable graph (graph_json.py)
     <entry>.ir           the same graph as readable IR text
-    <entry>.ll, .o       native code of compiled models (below)
+    <entry>.plan.json    the native plan of a compiled model (native_plan.py): data, never code
     params/<name>.npy    every parameter and buffer, by state_dict name
     constants/<name>.npy tensor constants of the graphs
 
@@ -27,59 +27,35 @@ Entry points with `"self": true` take the module as their first graph input: a t
 built from the dotted parameter names ("fc1.weight" -> {"fc1": {"weight": array}}), which is what
 their `prim::GetAttr` chains read. "inputs"/"outputs" are signatures (signature.py). Later
 versions of the writer may add entry points (`backward`, exported methods) without changing the
-format version; the reader checks every member they name.
+format version; the reader checks every member they name. "dynamic" records the dims given to
+`tscript.jit.compile(..., dynamic=)` (for `tscript.jit.load`).
 
-Compiled models (`tscript.jit.compile`) have native code for the fusion groups of their graphs
-(`tscript::FusionGroup` / `tscript::RowGroup` nodes, whose `kernel` attribute names a function):
-
-    "native": {"target_triple": "x86_64-unknown-linux-gnu", "cpu": "znver4",
-               "cpu_features": "+avx512f,...", "llvm_ir": "forward.ll", "object": "forward.o",
-               "kernels": [<launch spec (kernels.py)>, ...], "dynamic": [[0, [0]]]}
-
-The LLVM IR is the portable form; the object code was built from it for the named target. Loading
-refuses IR that declares, or object code that references, a function outside the allow-list
-(native.py). The object code is used when triple, CPU and features equal this host's; otherwise
-the IR is compiled for this CPU (cached on disk). Where native code cannot be used at all (no
-llvmlite, no BLAS, an LLVM error) the fusion groups run their subgraphs on the reference kernels,
-with a warning. "dynamic" records the compile option for `tscript.jit.load`.
+Nothing in a file is ever executed. An entry point with a plan is an Executable (executable.py): the
+plan is checked against the graph and this runtime emits the native code itself. Version 1 files
+stored LLVM IR and object code; they still load, their code members are never read, and their
+fusion groups run on the reference kernels (save the model again for native code).
 """
 from __future__ import annotations
 
 import json
-import re
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from . import dtypes as dt
-from . import native
 from .archive import Archive, read_archive
 from .errors import InputError, ModelError
-from .executor import ArrayDomain, Program
-from .graph_entry import GraphEntry, try_layout
-from .graph_format import check_graph
-from .kernels import LaunchSpec
+from .executable import Executable
+from .graph_json import check_graph
 from .ops import OPS
 from .prims import PRIMS
 from .signature import Signature, TensorSpec, TupleSpec
 
-FORMAT, VERSION = "tscript-model", 1
+FORMAT, VERSION = "tscript-model", 2
+READABLE_VERSIONS = {1, 2}  # version 1: its native code members are never read (see the docstring)
 CONTROL_FLOW = ("prim::If", "prim::Loop")
 PARAM_KINDS = ("parameter", "buffer")
-GROUPS = ("tscript::FusionGroup", "tscript::RowGroup")  # nodes that run a native kernel
-_SYMBOL = re.compile(r"[A-Za-z_]\w*\Z")
-
-
-@dataclass
-class NativeCode:
-    """The native code of an entry point as stored: target, LLVM IR, object code, kernels."""
-    target: dict                #: target_triple, cpu, cpu_features the object code was built for
-    ll: str                     #: the LLVM IR text (checked against the extern allow-list)
-    object: bytes | None        #: object code for `target` (checked likewise), if stored
-    kernels: tuple              #: LaunchSpec of every kernel
-    dynamic: list = field(default_factory=list)  #: [[input index, [dims]], ...] given to compile
-    entry: str | None = None    #: the whole-graph entry function (graph_entry.py), if the graph has one
 
 
 @dataclass
@@ -91,7 +67,9 @@ class EntryPoint:
     ir: str                     #: the readable IR text
     constants: dict             #: tensor constants the graph refers to, by name
     takes_self: bool            #: is the first graph input the module (the attribute tree)?
-    native: NativeCode | None = None  #: native code of the fusion groups, if any
+    plan: dict | None = None    #: the native plan (checked when the Model builds its Executable)
+    dynamic: list = field(default_factory=list)  #: [[input index, [dims]], ...] given to compile
+    stale_code: bool = False    #: a version-1 entry point whose stored native code is ignored
 
 
 @dataclass
@@ -108,7 +86,7 @@ class SavedModel:
 def read_saved_model(source) -> SavedModel:
     """Open and check the saved model at `source` (a path or binary file object); every problem
     is a ModelError naming the file (and the member) and what is wrong."""
-    archive = read_archive(source, FORMAT, {VERSION})
+    archive = read_archive(source, FORMAT, READABLE_VERSIONS)
     params = _read_params(archive)
     entries = _field(archive, archive.manifest, "entry_points", dict, "the manifest")
     if "forward" not in entries:
@@ -179,8 +157,14 @@ def _read_entry_point(archive: Archive, name: str, entry: dict, params: dict) ->
     _check_graph_matches(archive, graph_member, graph, signature, takes_self)
     if takes_self:
         _check_attributes(archive, graph_member, graph, params)
-    return EntryPoint(name, signature, graph, _read_text(archive, ir_member), constants, takes_self,
-                      _read_native(archive, entry.get("native"), where, graph))
+    plan, stale = None, False
+    if archive.manifest.get("version") == 1:
+        stale = entry.get("native") is not None
+    elif entry.get("plan") is not None:
+        plan = _read_json(archive, _field(archive, entry, "plan", str, where))
+    dynamic = _dynamic(archive, entry.get("dynamic", []), where)
+    return EntryPoint(name, signature, graph, _read_text(archive, ir_member), constants, takes_self, plan, dynamic,
+                      stale)
 
 
 def _member(archive: Archive, member: str) -> bytes:
@@ -196,11 +180,17 @@ def _read_text(archive: Archive, member: str) -> str:
         raise archive.error(f"member '{member}' is not UTF-8 text") from None
 
 
-def _read_graph(archive: Archive, member: str) -> dict:
+def _read_json(archive: Archive, member: str):
     try:
-        graph = check_graph(json.loads(_read_text(archive, member)))
+        return json.loads(_read_text(archive, member))
     except (ValueError, RecursionError) as e:
         raise archive.error(f"member '{member}' is not valid JSON ({e})") from None
+
+
+def _read_graph(archive: Archive, member: str) -> dict:
+    data = _read_json(archive, member)
+    try:
+        graph = check_graph(data)
     except ModelError as e:
         raise archive.error(f"member '{member}': {e}") from None
     _check_subgraphs(archive, member, graph["nodes"])
@@ -268,49 +258,6 @@ def _check_attributes(archive: Archive, member: str, graph: dict, params: dict) 
                                 f"does not store")
 
 
-def _read_native(archive: Archive, data, where: str, graph: dict) -> NativeCode | None:
-    """The native code of an entry point, checked: allow-listed externals, well-formed kernel
-    specs, and a kernel for every fusion group of the graph that names one."""
-    if data is None:
-        return None
-    where = f"{where}, native code"
-    target = {key: _field(archive, data, key, str, where) for key in ("target_triple", "cpu", "cpu_features")}
-    ll_member = _field(archive, data, "llvm_ir", str, where)
-    ll = _read_text(archive, ll_member)
-    native.check_externals(ll, f"{archive.source}: member '{ll_member}'")
-    obj = None
-    if data.get("object") is not None:
-        obj_member = _field(archive, data, "object", str, where)
-        obj = _member(archive, obj_member)
-        native.check_object(obj, f"{archive.source}: member '{obj_member}'")
-    try:
-        kernels = tuple(LaunchSpec.from_json(k) for k in _field(archive, data, "kernels", list, where))
-    except ModelError as e:
-        raise archive.error(f"{where}: {e}") from None
-    _check_kernels(archive, where, graph, kernels)
-    entry = data.get("entry")
-    if entry is not None and (not isinstance(entry, str) or not _SYMBOL.match(entry)):
-        raise archive.error(f"{where}: 'entry' must be a function name, got {entry!r}")
-    return NativeCode(target, ll, obj, kernels, _dynamic(archive, data.get("dynamic", []), where), entry)
-
-
-def _check_kernels(archive: Archive, where: str, graph: dict, kernels: tuple) -> None:
-    by_name = {k.name: k for k in kernels}
-    if len(by_name) != len(kernels):
-        raise archive.error(f"{where}: two kernels have the same name")
-    for node in _all_nodes(graph["nodes"]):
-        name = node.get("attrs", {}).get("kernel")
-        if node["kind"] not in GROUPS or name is None:
-            continue
-        spec = by_name.get(name) if isinstance(name, str) else None
-        if spec is None:
-            raise archive.error(f"{where}: the graph runs kernel {name!r}, which the file does not describe")
-        if len(node["inputs"]) != len(spec.inputs) or len(node["outputs"]) != len(spec.output_dtypes):
-            raise archive.error(f"{where}: kernel '{name}' takes {len(spec.inputs)} inputs and returns "
-                                f"{len(spec.output_dtypes)} values, but its {node['kind']} node has "
-                                f"{len(node['inputs'])} and {len(node['outputs'])}")
-
-
 def _dynamic(archive: Archive, data, where: str) -> list:
     ok = isinstance(data, list) and all(
         isinstance(p, list) and len(p) == 2 and type(p[0]) is int and isinstance(p[1], list)
@@ -337,10 +284,10 @@ def attribute_tree(params: dict) -> dict:
 class Model:
     """A saved model ready to run: `run`, `run_method`, `params`, `signature`, `entry_points`, `ir`.
 
-    Every entry point is compiled into an executor Program when the model loads, its native code
-    (if any) linked then too, so the first run costs what later ones do. A run keeps all its state
-    local and native kernels release the GIL, so several threads may run at once. `native` maps
-    each entry point with native code to its NativeState (how that code runs here).
+    Every entry point becomes an Executable when the model loads (its native code emitted or found
+    in the cache and linked then, and its whole-graph entry planned for the signature's example
+    shapes), so the first run costs what later ones do. A run keeps all its state local and native
+    code releases the GIL, so several threads may run at once.
     """
 
     def __init__(self, saved: SavedModel):
@@ -349,29 +296,30 @@ class Model:
         self.params: dict = saved.params  #: name -> array; in-place writes change later runs
         self.entry_points: dict = saved.entry_points
         self._tree = attribute_tree(self.params)
-        self.native: dict = {}  #: entry point name -> NativeState, for the entry points with native code
-        self._programs = {name: self._program(e) for name, e in self.entry_points.items()}
+        self.executables: dict = {name: self._executable(e) for name, e in self.entry_points.items()}
         self._training = _training_section(saved)
 
-    def _program(self, entry: EntryPoint) -> Program:
-        launchers = {}
-        if entry.native is not None:
-            state = self.native[entry.name] = link_native(entry.native, f"{self.source}: entry point '{entry.name}'",
-                                                          entry.graph, entry.constants)
-            launchers = state.launchers
-            if state.graph_entry is not None:
-                self._prepare(entry, state.graph_entry)
+    def _executable(self, entry: EntryPoint) -> Executable:
+        where = f"{self.source}: entry point '{entry.name}'"
+        if entry.stale_code:
+            warnings.warn(f"{where}: saved by an older tscript (format version 1) with native code this runtime "
+                          f"never runs; it runs on the reference kernels. Save the model again with "
+                          f"tscript.jit.save for native code", RuntimeWarning, stacklevel=3)
         try:
-            return Program(entry.graph, ArrayDomain(entry.constants, launchers))
+            executable = Executable(entry.graph, entry.constants, entry.plan, where=where)
         except ModelError as e:
-            raise ModelError(f"{self.source}: entry point '{entry.name}': {e}") from None
+            raise ModelError(f"{where}: {e}") from None
+        self._prepare(entry, executable)
+        return executable
 
-    def _prepare(self, entry: EntryPoint, runner: GraphEntry) -> None:
+    def _prepare(self, entry: EntryPoint, executable: Executable) -> None:
         """Plan the whole-graph entry for the signature's example shapes now, so that a first run
         with inputs of those shapes costs what later ones do."""
+        if executable.entry is None:
+            return
         try:
             args = entry.signature.check(entry.signature.example_inputs(np.random.default_rng(0)))
-            runner.prepare([self._tree] + args if entry.takes_self else args)
+            executable.prepare([self._tree] + args if entry.takes_self else args)
         except Exception:  # a signature without usable examples: the first run plans instead
             pass
 
@@ -397,10 +345,7 @@ class Model:
         args = entry.signature.check(inputs)
         if entry.takes_self:
             args.insert(0, self._tree)
-        state = self.native.get(name)
-        values = state.graph_entry.run(args) if state is not None and state.graph_entry is not None else None
-        if values is None:
-            values = self._programs[name].run(args)
+        values = self.executables[name].run(args)
         return [_output(spec, v) for spec, v in zip(entry.signature.outputs, values)]
 
     def run_with_grad(self, *inputs, grad_outputs=None):
@@ -430,69 +375,6 @@ class Model:
 
     def __repr__(self) -> str:
         return f"<tscript_runtime.Model {self.signature} from {self.source}>"
-
-
-@dataclass
-class NativeState:
-    """How an entry point's native code runs in this process."""
-    code: NativeCode
-    mode: str           #: "object" (stored object code), "recompiled" (the IR, for this CPU) or "reference"
-    reason: str = ""    #: why native code is not used (mode "reference")
-    launchers: dict = field(default_factory=dict)  #: kernel name -> launcher
-    library: object = None  #: the linked code, kept alive as long as the model
-    graph_entry: GraphEntry | None = None  #: the whole-graph entry (one native call per run), if any
-
-    def describe(self) -> str:
-        """One line for people: target, kernel count and how the code runs here."""
-        t, n = self.code.target, len(self.code.kernels)
-        features = sum(f.startswith("+") for f in t["cpu_features"].split(","))
-        head = f"{n} kernel{'s' * (n != 1)} for {t['target_triple']}, CPU {t['cpu']} ({features} features)"
-        if not n and not self.code.entry:
-            return f"{head}; nothing to link"
-        whole = "; whole graph in one native call" if self.graph_entry is not None else ""
-        if self.mode == "object":
-            return f"{head}; running the stored object code{whole}"
-        if self.mode == "recompiled":
-            return f"{head}; recompiled from the LLVM IR for this CPU ({native.host()['cpu']}){whole}"
-        return f"{head}; not usable here ({self.reason}): fusion groups run on the reference kernels"
-
-
-def link_native(code: NativeCode, where: str, graph: dict, constants: dict) -> NativeState:
-    """Link an entry point's kernels into this process: the stored object code when it was built for
-    exactly this host, else the IR compiled for this CPU. When neither works, a warning and a state
-    without launchers (the executor then interprets the fusion groups' subgraphs). The whole-graph
-    entry is used when the layout this runtime derives from the graph is the one it was built for."""
-    if not code.kernels and not code.entry:
-        return NativeState(code, "object")
-    layout = try_layout(graph, {k.name: k for k in code.kernels}) if code.entry else None
-    entry = code.entry if layout is not None and code.entry.endswith("_entry_" + layout.fingerprint()) else None
-    try:
-        obj, mode = _host_object(code)
-        externals = native.declared_externals(code.ll) | (native.object_externals(obj) or set())
-        library = native.NativeLibrary(obj, [k.name for k in code.kernels] + ([entry] if entry else []), externals)
-        launchers = {k.name: k.launcher(library.address(k.name)) for k in code.kernels}
-        runner = GraphEntry(layout, library.address(entry), launchers, constants) if entry else None
-    except Exception as e:  # no llvmlite, no BLAS, an LLVM error: the reference kernels still give the answer
-        reason = _reason(e)
-        warnings.warn(f"{where}: native code cannot be used here ({reason}); its fusion groups run on the "
-                      f"reference kernels instead", RuntimeWarning, stacklevel=2)
-        return NativeState(code, "reference", reason)
-    return NativeState(code, mode, "", launchers, library, runner)
-
-
-def _host_object(code: NativeCode) -> tuple[bytes, str]:
-    """Object code for this host and where it came from. Stored objects whose format cannot be
-    inspected for their externals are not used."""
-    if code.object is not None and native.fits_host(code.target) and native.object_externals(code.object) is not None:
-        return code.object, "object"
-    return native.compile_cached(code.ll), "recompiled"
-
-
-def _reason(e: Exception) -> str:
-    if isinstance(e, ImportError) and (e.name or "").startswith("llvmlite"):
-        return "llvmlite is not installed"
-    text = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {text[0][:200] if text else ''}"
 
 
 def _output(spec, value):

@@ -6,7 +6,7 @@ import pytest
 
 from tscript.autodiff import differentiate
 from tscript.ir import parse_ir
-from tscript.ir.serialize import graph_to_json
+from tscript.ir.graph_json import graph_to_json
 from tscript_runtime.executor import ArrayDomain, Program
 
 

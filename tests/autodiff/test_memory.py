@@ -6,8 +6,8 @@ import numpy as np
 import tscript as ts
 from tscript import nn
 from tscript.autodiff import differentiate
-from tscript.frontend.compiled import training_graph
-from tscript.ir.serialize import graph_to_json
+from tscript.jit.driver import training_graph
+from tscript.ir.graph_json import graph_to_json
 from tscript_runtime.executor import ArrayDomain, Program
 
 FLOAT = 4

@@ -82,3 +82,11 @@ def check_outputs(got, expected, labels, rtol=1e-5, atol=1e-6) -> None:
         except AssertionError as err:
             failures.append(f"{label}: {str(err).strip()[:400]}")
     assert not failures, "\n".join(failures)
+
+
+def link_module(module, exports: list):
+    """An llvmlite module compiled for this host and linked (for tests of hand-built kernels)."""
+    from tscript_runtime.native.link import NativeLibrary, imports_of
+    from tscript_runtime.native.target import optimize_and_emit
+    obj = optimize_and_emit(str(module))
+    return NativeLibrary(obj, exports, imports_of(module, obj))

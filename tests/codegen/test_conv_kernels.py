@@ -1,4 +1,4 @@
-"""The native im2col and max-pool kernels (tscript_runtime/library/conv.py) against the op library's
+"""The native im2col and max-pool kernels (tscript_runtime/native/library/conv.py) against the op library's
 reference kernels, bit for bit: every kernel size 1..4, stride 1..3 (the contiguous, even-lane and
 gather paths), padding, dilation, ceil mode, odd and 1x1 images, rows shorter and longer than a
 vector; NaN (the first one in a window wins), -inf and signed zeros for pooling; inputs that end
@@ -12,9 +12,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from llvmlite import ir
 
-from tscript_runtime import native
+from tscript_runtime.native import target
 from tscript_runtime.ops import OPS
-from tscript_runtime.library.conv import define_im2col, define_max_pool2d
+from tscript_runtime.native.library.conv import define_im2col, define_max_pool2d
+
+from tests.codegen.helpers import link_module
 
 DTYPES = (np.float32, np.float64)
 SUFFIX = {np.float32: "f32", np.float64: "f64"}
@@ -23,7 +25,7 @@ POOL, IM2COL = OPS["aten::max_pool2d"], OPS["aten::im2col"]
 
 def _module() -> ir.Module:
     module = ir.Module("conv_kernels")
-    module.triple = native.host()["triple"]
+    module.triple = target.host()["triple"]
     for dtype in DTYPES:
         define_im2col(module, dtype)
         define_max_pool2d(module, dtype)
@@ -35,7 +37,7 @@ def kernels():
     """name -> ctypes function, for the four kernels compiled once."""
     module = _module()
     names = [f.name for f in module.functions if not f.is_declaration]
-    library = native.NativeLibrary(native.compile_cached(str(module)), names, set())
+    library = link_module(module, names)
     signature = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
     functions = {name: signature(library.address(name)) for name in names}
     functions["library"] = library  # keep the code alive
@@ -240,7 +242,7 @@ def test_defined_once_per_module_with_external_names():
 
 def test_im2col_copies_with_vector_moves():
     module = ir.Module("im2col_asm")
-    module.triple = native.host()["triple"]
+    module.triple = target.host()["triple"]
     define_im2col(module, np.float32)
-    asm = native.assembly(str(module))
+    asm = target.assembly(str(module))
     assert "zmm" in asm or "ymm" in asm

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tscript as ts
-from tscript.codegen.elementwise import LOWERINGS
+from tscript_runtime.native.lowering import LOWERINGS
 
 from tests.codegen.helpers import (DTYPES, LAYOUTS, broadcast_shapes, check_outputs, compile_native, laid_out, shapes,
                                    unfused, values)

@@ -1,4 +1,4 @@
-"""The register-blocked GEMM kernels (tscript_runtime/library/gemm.py: C = A @ B^T and C = A @ B)
+"""The register-blocked GEMM kernels (tscript_runtime/native/library/gemm.py: C = A @ B^T and C = A @ B)
 against numpy: every remainder of the row and column blocking and of the 16-float vector loops,
 leading dimensions larger than the rows, and accumulation into C (what a bias prefill relies on)."""
 import ctypes
@@ -8,13 +8,15 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from llvmlite import ir
 
-from tscript_runtime import native
-from tscript_runtime.library.gemm import NAME, NN_NAME, define_gemm_nn, define_gemm_nt
+from tscript_runtime.native import target
+from tscript_runtime.native.library.gemm import NAME, NN_NAME, define_gemm_nn, define_gemm_nt
+
+from tests.codegen.helpers import link_module
 
 
 @pytest.fixture(scope="module")
 def library():
-    return native.NativeLibrary(native.compile_cached(str(_module())), [NAME, NN_NAME], set())
+    return link_module(_module(), [NAME, NN_NAME])
 
 
 def _kernel(library, name: str, transposed: bool):
@@ -81,13 +83,13 @@ def test_a_linear_layer(gemm_nt, gemm_nn):
 
 
 def test_the_vector_loops_use_16_float_fma():
-    asm = native.assembly(str(_module()))
+    asm = target.assembly(str(_module()))
     assert "vfmadd" in asm and "zmm" in asm
 
 
 def _module():
     module = ir.Module("gemm")
-    module.triple = native.host()["triple"]
+    module.triple = target.host()["triple"]
     define_gemm_nt(module)
     define_gemm_nn(module)
     return module

@@ -1,4 +1,4 @@
-"""The whole-graph native entry (tscript_runtime.graph_entry + tscript.codegen.graph_entry): graphs
+"""The whole-graph native entry (tscript_runtime.graph_entry + tscript_runtime.native.entry): graphs
 whose every node lowers run as one native call over a planned arena — GEMMs and GEMVs through BLAS,
 views sharing their input's buffer, kernels in order — and give the values of numpy / eager."""
 import numpy as np
@@ -8,17 +8,16 @@ from hypothesis import given, settings, strategies as st
 import tscript as ts
 import tscript_runtime
 from tscript import nn
-from tscript_runtime.graph_entry import EntryLayout, make_plan
-from tscript.frontend.compiled import CompiledModel
-from tscript.ir.serialize import graph_to_json
+from tscript_runtime.graph_entry import make_plan
+from tscript.jit.compiled import CompiledModel
 
 from tests.conftest import assert_close, run_in_threads
 
 
 def _entry_ran(cm: CompiledModel, *args) -> bool:
     """Did the last call's signature run through the entry (a plan, not the executor)?"""
-    assert cm._entry is not None, f"no whole-graph entry for:\n{cm.graph}"
-    return any(p is not None for p in cm._entry._plans.values())
+    assert cm.executable.entry is not None, f"no whole-graph entry for:\n{cm.graph}"
+    return any(p is not None for p in cm.executable.entry._plans.values())
 
 
 def _mlp(sizes=(6, 5, 4, 3)):
@@ -157,7 +156,7 @@ def test_graphs_with_other_ops_have_no_entry_and_still_run():
     x = ts.randn(2, 3, 8, 8)
     model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.AvgPool2d(2)).eval()
     cm = ts.jit.compile(model, (x,))
-    assert cm._entry is None
+    assert cm.executable.entry is None
     with ts.no_grad():
         assert_close(cm(x).numpy(), model(x).numpy(), rtol=1e-4, atol=1e-5)
 
@@ -245,12 +244,12 @@ def test_saved_model_runs_the_entry_in_the_runtime(mlp, tmp_path):
     model, cm = mlp
     ts.jit.save(cm, tmp_path / "mlp.tsm")
     loaded = tscript_runtime.load(tmp_path / "mlp.tsm")
-    state = loaded.native["forward"]
-    assert state.graph_entry is not None and "one native call" in state.describe()
-    assert list(state.graph_entry._plans.values())[0] is not None  # planned at load for the example shapes
+    state = loaded.executables["forward"]
+    assert state.entry is not None and "one native call" in state.describe()
+    assert list(state.entry._plans.values())[0] is not None  # planned at load for the example shapes
     x = np.random.default_rng(4).standard_normal((4, 6)).astype(np.float32)
     np.testing.assert_allclose(loaded.run(x), _numpy_mlp(model, x), rtol=1e-5, atol=1e-5)
-    assert any(p is not None for p in state.graph_entry._plans.values())
+    assert any(p is not None for p in state.entry._plans.values())
     loaded.params["0.weight"] *= 0  # the runtime's parameters are read on every run
     with ts.no_grad():
         model[0].weight.mul_(0)
@@ -260,19 +259,23 @@ def test_saved_model_runs_the_entry_in_the_runtime(mlp, tmp_path):
 def test_arena_reuses_memory():
     model = _mlp((8,) * 12)
     cm = ts.jit.compile(model, (ts.randn(16, 8),))
-    layout = cm._entry.layout
+    layout = cm.executable.entry.layout
     tree = [cm._tree[0], ts.randn(16, 8).numpy()]
-    fixed = cm._entry._read(tree[0])
-    plan = make_plan(layout, cm._entry.launchers, tree, fixed)
+    fixed = cm.executable.entry._read(tree[0])
+    plan = make_plan(layout, cm.executable.entry.launchers, tree, fixed)
     one = 16 * 8 * 4
     n_buffers = sum(1 for r in layout.roots.values() if r.base == 0)
     assert n_buffers >= 15 and plan.arena <= 3 * one  # ~21 intermediates live in 2-3 buffers
 
 
-def test_layout_is_deterministic(mlp):
+def test_the_plan_names_every_step_and_the_layout_follows_it(mlp):
     _, cm = mlp
-    specs = {s.name: s for s in cm.native.launch_specs()}
-    assert EntryLayout.build(graph_to_json(cm.graph), specs).symbol("k") == cm.native.entry
+    steps = [(s["node"], s["template"]) for s in cm.plan["entry"]]
+    kinds = {"aten::linear": "gemm", "tscript::FusionGroup": "kernel"}
+    nodes = list(cm.graph.nodes)
+    assert [(kinds[nodes[i].kind], t) for i, t in steps] == [(t, t) for _, t in steps]
+    assert [t for _, t in steps] == ["gemm", "kernel", "gemm", "kernel", "gemm"]
+    assert [s.node for s in cm.executable.plan.layout.steps] == [i for i, _ in steps]
 
 
 @settings(max_examples=25, deadline=None)
@@ -313,7 +316,7 @@ def test_strided_inputs_are_read_in_place(fn, layout):
     assert not a.flags.c_contiguous
     got = cm(ts.from_numpy(a)).numpy()
     np.testing.assert_allclose(got, fn(ts.from_numpy(np.ascontiguousarray(a))).numpy(), rtol=1e-6, atol=1e-6)
-    (key,) = [k for k, p in cm._entry._plans.items() if p is not None]
+    (key,) = [k for k, p in cm.executable.entry._plans.items() if p is not None]
     assert key[0][0] == (a.shape, a.strides, a.dtype.num)
 
 
@@ -323,4 +326,4 @@ def test_strided_input_a_plan_cannot_take_is_copied():
     a = np.random.default_rng(3).standard_normal((12, 16)).astype(np.float32).T
     np.testing.assert_array_equal(cm(ts.from_numpy(a)).numpy(), a.reshape(-1) * 2)
     assert _entry_ran(cm)
-    assert [p is None for p in cm._entry._plans.values()] == [True, False]
+    assert [p is None for p in cm.executable.entry._plans.values()] == [True, False]

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import tscript as ts
-from tscript.codegen.mathlib import F32_FUNCTIONS
-from tscript_runtime import native
+from tscript_runtime.native.mathlib import F32_FUNCTIONS
+from tscript_runtime.native import target
 
 from tests.codegen.helpers import compile_native
 
@@ -109,7 +109,7 @@ SPLAT = {"x * column (N, 1)", "softmax(x * column)"}
 def test_float32_kernels_vectorize(name):
     fn, shapes = KERNELS[name]
     cm = compile_native(fn, tuple(ts.randn(*s) for s in shapes))
-    opt = native.optimized_ir(cm.llvm_ir)
+    opt = target.optimized_ir(cm.llvm_ir)
     assert "vector.body" in opt
     assert "<16 x float>" in opt or "<8 x float>" in opt
     calls = {c for c in ("expf", "logf", "tanhf", "erff", "powf") if f"@{c}(" in opt}
@@ -122,7 +122,7 @@ def test_float32_kernels_vectorize(name):
 def test_both_forms_of_exp_scaling(monkeypatch, scalef):
     """exp's 2**n step is one ldexp (vscalefps) on AVX-512 hosts and two exponent-bit multiplies
     elsewhere: both are accurate over the whole range and its edges."""
-    from tscript.codegen import mathlib
+    from tscript_runtime.native import mathlib
     if scalef and not mathlib.has_scalef():
         pytest.skip("this host has no AVX-512")
     monkeypatch.setattr(mathlib, "has_scalef", lambda: scalef)

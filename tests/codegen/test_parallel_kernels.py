@@ -11,7 +11,7 @@ import pytest
 
 import tscript as ts
 import tscript.nn.functional as F
-from tscript_runtime import kernels
+from tscript.codegen.plan import KERNEL_SPLIT_MIN
 
 from tests.codegen.helpers import compile_native
 from tests.conftest import run_in_threads
@@ -20,7 +20,7 @@ RNG = np.random.default_rng(7)
 
 
 def _launcher(cm):
-    (launcher,) = cm.native.launchers.values()
+    (launcher,) = cm.executable.launchers.values()
     return launcher
 
 
@@ -123,7 +123,7 @@ def test_small_work_is_not_split(elementwise):
     x = np.ones((8, 1024), np.float32)
     launcher(x, x)
     plan = launcher._plans[tuple((a.shape, a.strides, a.dtype.num) for a in (x, x))]
-    assert plan.halves is None and 8 * 1024 < kernels.SPLIT_MIN
+    assert plan.halves is None and 8 * 1024 < launcher.split_min == KERNEL_SPLIT_MIN
 
 
 def test_whole_graph_entry_splits_big_kernels():
@@ -137,9 +137,9 @@ def test_whole_graph_entry_splits_big_kernels():
         with ts.no_grad():
             want = model(ts.tensor(x)).numpy()
         np.testing.assert_allclose(cm(ts.tensor(x)).numpy(), want, rtol=2e-5, atol=1e-6)
-    plans = [p for p in cm._entry._plans.values() if p is not None]
+    plans = [p for p in cm.executable.entry._plans.values() if p is not None]
     assert len(plans) == 3, "the entry did not run every batch"
-    layout = cm._entry.layout
+    layout = cm.executable.entry.layout
     split_flags = [[int(p.ints[s.split]) for s in layout.steps if hasattr(s, "split")] for p in plans]
     assert [1, 1] in split_flags and [0, 0] in split_flags
 
@@ -180,7 +180,7 @@ def test_library_gemms_split_by_columns(layout, rows, cols):
         x = rng.standard_normal((m, k)).astype(np.float32)
         got = cm(ts.from_numpy(x), *args[1:]).numpy()
         np.testing.assert_allclose(got, want(x), rtol=1e-4, atol=1e-5)
-    assert all(p is not None for p in cm._entry._plans.values())
+    assert all(p is not None for p in cm.executable.entry._plans.values())
 
 
 def test_split_gemms_from_several_threads():

@@ -2,7 +2,7 @@
 views, broadcast and expanded (stride 0) inputs, negative strides, size-0 and size-1 dims, float32,
 float64, int64 and bool, and row kernels. The launcher picks the loop order per layout
 (tscript_runtime/loop_order.py: the plan is checked here as data too) and elementwise kernels read
-transposed inputs in tiles transposed in registers (tscript/codegen/kernel.py).
+transposed inputs in tiles transposed in registers (tscript_runtime/native/pointwise.py).
 
 The ops are exact in floating point (x * 2 is exact, so a fused multiply-add rounds once like numpy
 does), so every comparison but the row kernels' is `array_equal`. Every model is one fusion group,
@@ -17,7 +17,9 @@ import numpy as np
 import pytest
 
 import tscript as ts
-from tscript_runtime import kernels, loop_order, native
+from tscript.codegen.plan import KERNEL_SPLIT_MIN
+from tscript_runtime import kernels, loop_order
+from tscript_runtime.native import target
 
 from tests.codegen.helpers import compile_native, native_groups
 from tests.conftest import assert_close
@@ -52,7 +54,7 @@ def run(cm, *arrays) -> list:
     whole-graph entry does)."""
     (group,) = native_groups(cm.graph)
     inputs = list(cm.graph.inputs)
-    kernel = cm.native.launchers[group.attrs["kernel"]]
+    kernel = cm.executable.launchers[group.attrs["kernel"]]
     direct = kernel(*(arrays[inputs.index(v)] for v in group.inputs))
     return [cm(*(ts.from_numpy(a) for a in arrays)).numpy(), direct]
 
@@ -184,7 +186,7 @@ def test_bool_inputs():
 ])
 def test_large_inputs_split_over_two_threads(scale, scale3, make):
     x = make()
-    assert x.size >= kernels.SPLIT_MIN
+    assert x.size >= KERNEL_SPLIT_MIN
     assert exact(run(scale if x.ndim == 2 else scale3, x), x * 2 + 1)
 
 
@@ -238,7 +240,7 @@ def test_loop_order_plans(space, expected):
 
 def test_the_launcher_loops_in_the_planned_order(scale3):
     x = arr(3, 20, 37).transpose(2, 0, 1)  # shape (37, 3, 20), element strides (1, 740, 37)
-    kernel = next(iter(scale3.native.launchers.values()))
+    kernel = next(iter(scale3.executable.launchers.values()))
     kernel(x)
     plan = kernel._plans[((x.shape, x.strides, x.dtype.num),)]
     assert list(plan.sizes) == [3, 37, 20]
@@ -248,8 +250,8 @@ def test_the_launcher_loops_in_the_planned_order(scale3):
 # -- the generated code ----------------------------------------------------------------------------------
 
 def test_contiguous_loops_vectorize_and_transposed_tiles_shuffle(scale):
-    functions = native.optimized_ir(scale.llvm_ir).split("\ndefine ")
+    functions = target.optimized_ir(scale.llvm_ir).split("\ndefine ")
     body = {f.split("(")[0].split("@")[-1]: f for f in functions[1:]}
-    assert "<16 x float>" in body["k_fusion_0_plain"]  # the plain nest's innermost loop
-    assert "tscript_load_tile_16_float" in body["k_fusion_0"] and "<16 x float>" in body["k_fusion_0"]
+    assert "<16 x float>" in body["kernel_0_plain"]  # the plain nest's innermost loop
+    assert "tscript_load_tile_16_float" in body["kernel_0"] and "<16 x float>" in body["kernel_0"]
     assert "shufflevector" in body["tscript_load_tile_16_float"]

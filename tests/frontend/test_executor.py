@@ -9,7 +9,7 @@ import pytest
 import tscript as ts
 from tscript.frontend.modules import TensorDomain
 from tscript.ir import Graph, Value, tensor_type
-from tscript.ir.serialize import graph_to_json
+from tscript.ir.graph_json import graph_to_json
 from tscript.ir.types import BOOL, INT, TENSOR
 from tscript_runtime.errors import ModelError
 from tscript_runtime.executor import ArrayDomain, Program

@@ -12,7 +12,7 @@ from tscript.ir import (Graph, IRParseError, ListType, ModuleType, OptionalType,
                         parse_ir, tensor_type, verify)
 from tscript.ir.types import ANY, BOOL, DTYPE, FLOAT, INT, STR, TENSOR
 from tscript_runtime import dtypes as dt
-from tscript_runtime.graph_format import TensorRef
+from tscript_runtime.graph_json import TensorRef
 from tscript_runtime.ops import OPS
 
 

@@ -6,7 +6,7 @@ import tscript as ts
 from tscript import nn
 from tscript.frontend.modules import _attr_tree
 from tscript.ir import parse_ir, verify
-from tscript.ir.serialize import graph_to_json
+from tscript.ir.graph_json import graph_to_json
 from tscript_runtime.executor import ArrayDomain, Program
 
 

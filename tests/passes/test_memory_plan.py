@@ -8,7 +8,7 @@ from tscript.frontend.modules import _attr_tree
 from tscript.ir import parse_ir
 from tscript.ir.passes.effects import alias_groups
 from tscript.ir.passes.memory_plan import measure_peak, plan_memory
-from tscript.ir.serialize import graph_to_json
+from tscript.ir.graph_json import graph_to_json
 from tscript_runtime.executor import ArrayDomain, Program
 
 CHAIN = """

@@ -20,7 +20,7 @@ from ..frontend.modules import ModuleView
 from ..ir.graph import Block, Graph, Value, clone_block_into
 from ..ir.passes.effects import alias_groups, writes_memory
 from ..ir.passes.inline import inline_calls
-from ..ir.serialize import graph_to_json
+from ..ir.graph_json import graph_to_json
 from .errors import unsupported
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tscript_runtime.ops import OPS
+
 from ..ir.graph import Graph, Value
 from ..ir.passes.constant_propagation import constant_value
 from ..ir.passes.effects import is_random
@@ -33,8 +35,7 @@ def recomputable(forward: Graph, saved: list, env: dict) -> frozenset:
 
 class _Chooser:
     def __init__(self, forward: Graph, saved: set, env: dict):
-        from ..codegen.elementwise import LOWERINGS  # what codegen fuses is what is cheap
-        self.forward, self.saved, self.env, self.elementwise = forward, saved, env, LOWERINGS
+        self.forward, self.saved, self.env = forward, saved, env
         self.stale = stale_values(forward)
         self.memo: dict[Value, bool] = {}
 
@@ -42,7 +43,7 @@ class _Chooser:
         """Is `v` an elementwise result of values available in the backward?"""
         if v not in self.memo:
             node = v.node
-            self.memo[v] = (node is not None and node.owner is self.forward.block and node.kind in self.elementwise
+            self.memo[v] = (node is not None and node.owner is self.forward.block and _cheap(node.kind)
                             and len(node.outputs) == 1 and v not in self.stale and not is_random(node)
                             and depth <= MAX_DEPTH and all(self.available(u, v, depth + 1) for u in node.inputs))
         return self.memo[v]
@@ -60,3 +61,8 @@ class _Chooser:
     def _small(self, u: Value, reader: Value) -> bool:
         x, y = self.env.get(u), self.env.get(reader)
         return isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and x.size * SMALL_RATIO <= y.size
+
+
+def _cheap(kind: str) -> bool:
+    op = OPS.get(kind)
+    return op is not None and op.facts.cheap

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from tscript_runtime.executor import ArrayDomain, Program
-from tscript_runtime.graph_format import TensorRef
+from tscript_runtime.graph_json import TensorRef
 
 from .._dispatch import dispatch
 from .._tensor import Tensor, _make
@@ -15,7 +15,7 @@ from ..autograd.grad_mode import state as grad_state
 from ..ir.graph import Graph
 from ..nn.modules.module import AttributeTable
 from ..ir.passes.inline import inline_calls
-from ..ir.serialize import graph_to_json
+from ..ir.graph_json import graph_to_json
 
 
 class TensorDomain:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tscript_runtime.graph_format import TensorRef
+from tscript_runtime.graph_json import TensorRef
 
 from .. import _tracing
 from .._tensor import Tensor

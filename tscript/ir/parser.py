@@ -20,7 +20,7 @@ from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from tscript_runtime import dtypes as _dt
-from tscript_runtime.graph_format import TensorRef
+from tscript_runtime.graph_json import TensorRef
 
 from .graph import Block, Graph, Node, Value
 from .types import DTYPE_BY_NAME, SCALARS, DictType, ListType, ModuleType, OptionalType, TensorType, TupleType

@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from tscript_runtime import dtypes as _dt
-from tscript_runtime.graph_format import TensorRef
+from tscript_runtime.graph_json import TensorRef
 
 
 def format_attr(value) -> str:

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, NoReturn
 
-from tscript_runtime.graph_format import TensorRef
+from tscript_runtime.graph_json import TensorRef
 from tscript_runtime.ops import OPS
 
 from .graph import Block, Graph, Node, Value

@@ -49,6 +49,7 @@ class OpDef:
     out_alias: int | None = None    # input position a single output is a view of
     mutates: int | None = None      # input position written in place
     extra: dict = field(default_factory=dict)
+    facts: object = None            # OpFacts (facts.py): pointwise, row reduction, cheap
 
     def __post_init__(self):
         s = self.schema

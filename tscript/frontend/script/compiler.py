@@ -13,7 +13,7 @@ import itertools
 import types as pytypes
 import typing
 
-from tscript_runtime.graph_format import TensorRef
+from tscript_runtime.graph_json import TensorRef
 from tscript_runtime.ops import OPS, OpDef
 
 from ..._tensor import Tensor

@@ -10,7 +10,7 @@ import os
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput
 from lark.indenter import DedentError, PythonIndenter
-from tscript_runtime.native import cache_dir
+from tscript_runtime.native.cache import cache_dir
 
 from . import syntax as S
 from .source import Source

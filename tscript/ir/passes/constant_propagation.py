@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tscript_runtime.graph_format import TensorRef
+from tscript_runtime.graph_json import TensorRef
 from tscript_runtime.ops import OPS
 
 from ..graph import Graph, Node, Value, clone_node

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tscript_runtime.graph_format import TensorRef
+from tscript_runtime.graph_json import TensorRef
 
 from ..._tensor import Tensor
 from ..graph import Graph, Value

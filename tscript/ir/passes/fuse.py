@@ -2,12 +2,15 @@
 `tscript::FusionGroup` node holding the group as a subgraph (attribute `subgraph`), so the code
 generator emits one loop over the group's output instead of one pass over memory per op.
 
-A node joins the group of its consumer when it is lowerable (a row in codegen's LOWERINGS), its
+A node joins the group of its consumer when the op table says it is pointwise (`op.facts`), its
 output is used only inside the group, its shape broadcasts into the group's output, and nothing
 it reads is mutated in place anywhere (moving it would then be unsafe). Guarantee: the executor
 gives the same results before and after (a group can always be run by interpreting its subgraph).
 """
 from __future__ import annotations
+
+from tscript_runtime.ops import OPS
+from tscript_runtime.ops.facts import node_compute_dtype
 
 from ..graph import Block, Graph, Node, Value, clone_node
 from ..types import ScalarType, TensorType
@@ -18,16 +21,6 @@ SUPPORTED_DTYPES = {"float32", "float64", "int64", "int32", "bool"}
 GROUP = "tscript::FusionGroup"
 
 
-def _lowerings():
-    from ...codegen.elementwise import LOWERINGS  # the codegen's table decides what can fuse
-    return LOWERINGS
-
-
-def _compute_dtype(low, node: Node, scalars: dict):
-    from ...codegen.elementwise import node_compute_dtype
-    return node_compute_dtype(low, node, scalars)
-
-
 def _known_tensor(v: Value) -> bool:
     t = v.type
     return isinstance(t, TensorType) and t.dtype is not None and t.shape is not None and t.dtype.name in SUPPORTED_DTYPES
@@ -35,12 +28,13 @@ def _known_tensor(v: Value) -> bool:
 
 def fusible(graph: Graph, node: Node, mutable: set) -> bool:
     """Can `node` be computed inside a fusion group?"""
-    low = _lowerings().get(node.kind)
-    if low is None or len(node.outputs) != 1 or not _known_tensor(node.output):
+    op = OPS.get(node.kind)
+    pw = op.facts.pointwise if op is not None else None
+    if pw is None or len(node.outputs) != 1 or not _known_tensor(node.output):
         return False
     if any(v in mutable for v in node.inputs):
         return False
-    for v in node.inputs[:low.n_values]:
+    for v in node.inputs[:pw.n_values]:
         if not (_known_tensor(v) or isinstance(v.type, ScalarType) and v.type.name in ("int", "float", "bool")
                 or constant_value(graph, v)[0] and not isinstance(v.type, TensorType)):
             return False
@@ -48,12 +42,12 @@ def fusible(graph: Graph, node: Node, mutable: set) -> bool:
     for v in node.inputs:
         ok, value = constant_value(graph, v)
         attrs.append(value if ok else _NOT_CONSTANT)
-    if any(a is _NOT_CONSTANT for a in attrs[low.n_values:]):
+    if any(a is _NOT_CONSTANT for a in attrs[pw.n_values:]):
         return False
-    if low.accepts is None:
+    if pw.when is None:
         return True
     scalars = {v: a for v, a in zip(node.inputs, attrs) if a is not _NOT_CONSTANT and not isinstance(v.type, TensorType)}
-    return low.accepts(attrs, _compute_dtype(low, node, scalars))
+    return pw.when(attrs, node_compute_dtype(pw, node, scalars))
 
 
 _NOT_CONSTANT = object()
@@ -143,7 +137,7 @@ def _clone(sub: Graph, node: Node, value_map: dict) -> None:
 # -- row groups: elementwise ops plus reductions over the last dim (one kernel per group) ----------
 
 ROW_GROUP = "tscript::RowGroup"
-_REDUCE_KINDS = {"aten::sum", "aten::mean", "aten::amax", "aten::amin", "aten::var"}
+_REDUCE_KINDS = {name for name, op in OPS.items() if op.facts.row_reduction}
 _ROW_COMPOSITES = {"aten::softmax", "aten::log_softmax"}  # decomposed into row reductions in the group
 _NONEMPTY_KINDS = {"aten::amax", "aten::amin"}
 

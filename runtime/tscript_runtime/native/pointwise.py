@@ -1,4 +1,4 @@
-"""One LLVM function per fusion group: a loop nest over the group's output (rank R), reading each
+"""The pointwise kernel template: one LLVM function per fusion group, a loop nest over the group's output (rank R), reading each
 input through its own strides (broadcast = stride 0), so one kernel serves every shape.
 
 ABI: `void k(i64* sizes, i8** ptrs, i64* strides, double* scalars)` — `sizes[R]`; `ptrs` holds the
@@ -6,7 +6,8 @@ outputs then the tensor inputs; `strides[ptr * R + d]` in elements; `scalars` th
 The innermost loop is a canonical counted loop (guarded, `nuw nsw` increment, inbounds GEPs) that
 LLVM vectorizes, versioning on unit stride. For rank >= 2, the kernel first checks whether an
 input is transposed and then walks the last two dims in tiles instead (tiles.py); the plain nest
-is an internal function it calls otherwise.
+is an internal function it calls otherwise (the native plan gives the tile's side, or 0 for no
+tiled walk).
 """
 from __future__ import annotations
 
@@ -14,26 +15,16 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from tscript_runtime import dtypes as dt
-
-from ..ir.graph import Graph, Value
-from ..ir.types import TensorType
+from .. import dtypes as dt
+from ..ops import OPS
+from ..ops.facts import node_compute_dtype
+from ..typed_graph import Graph, Value
+from ..types import TensorType
 from . import tiles
-from .elementwise import LLVM_TYPES, LOWERINGS, MEMORY_TYPES, Emitter, node_compute_dtype
-from tscript_runtime.library.loops import I64, nest
+from .library.loops import I64, nest
+from .lowering import LLVM_TYPES, LOWERINGS, MEMORY_TYPES, Emitter
 
 I8P, F64 = ir.IntType(8).as_pointer(), ir.DoubleType()
-
-
-@dataclass
-class KernelSpec:
-    """What the launcher needs to call a generated kernel."""
-    name: str
-    rank: int
-    out_dtypes: list            # numpy dtypes of the outputs
-    inputs: list                # per subgraph input: "tensor" or "scalar"
-    out_row: bool = False       # row kernels: one output value per row
-    row: bool = False           # a row kernel (reduces the last dim)
 
 
 def _dtype_of(v: Value):
@@ -55,7 +46,7 @@ class Prologue:
     bases: list
     strides: list
     scalars: dict
-    spec: KernelSpec
+    n_outputs: int
     scopes: list  # per array, its accesses' (alias.scope, noalias) metadata (`_alias_scopes`)
 
 
@@ -78,9 +69,7 @@ def prologue(graph: Graph, name: str, module: ir.Module, rank: int) -> Prologue:
     scalars = {}
     for j, v in enumerate(v for v in graph.inputs if not isinstance(v.type, TensorType)):
         scalars[v] = Emitter(b).cast(b.load(b.gep(scalars_p, [I64(j)])), dt.float64, _dtype_of(v))
-    spec = KernelSpec(name, rank, [o.type.dtype for o in graph.outputs],
-                      ["tensor" if isinstance(v.type, TensorType) else "scalar" for v in graph.inputs])
-    return Prologue(fn, b, rank, arrays, sizes, bases, strides, scalars, spec,
+    return Prologue(fn, b, rank, arrays, sizes, bases, strides, scalars, len(graph.outputs),
                     _alias_scopes(module, name, len(arrays), len(graph.outputs)))
 
 
@@ -108,21 +97,21 @@ def _broadcast_dim(v: Value, d: int, rank: int) -> bool:
     return d < pad or shape[d - pad] == 1
 
 
-def build_kernel(graph: Graph, name: str, module: ir.Module) -> KernelSpec:
-    """Generate the kernel of a fusion group's subgraph as function `name` in `module`."""
+def build_kernel(graph: Graph, name: str, module: ir.Module, tile: int) -> None:
+    """Generate the kernel of a fusion group's subgraph as function `name` in `module` (with a tiled
+    walk of tile side `tile` for transposed inputs, unless 0)."""
     rank = graph.outputs[0].type.rank
     p = prologue(graph, name, module, rank)
     inputs = tiles.candidates(p)
-    if rank < 2 or not inputs:
+    if rank < 2 or not inputs or not tile:
         _plain(p, graph)
-        return p.spec
+        return
     plain = prologue(graph, name + "_plain", module, rank)
     plain.fn.linkage = "internal"
     plain.fn.attributes.add("noinline")
     _plain(plain, graph)
     tiles.tiled(p, inputs, plain.fn, lambda bases, offsets: _body(p.b, graph, bases, offsets, p.scalars, p.arrays,
-                                                                   p.scopes))
-    return p.spec
+                                                                   p.scopes), tile)
 
 
 def _plain(p: Prologue, graph: Graph) -> None:
@@ -161,9 +150,9 @@ def _scoped(access, scope):
 
 
 def _lower_node(e: Emitter, node, values: dict, constants: dict):
-    low = LOWERINGS[node.kind]
-    ins = node.inputs[:low.n_values]
-    cdt = node_compute_dtype(low, node, constants)
+    pw = OPS[node.kind].facts.pointwise
+    ins = node.inputs[:pw.n_values]
+    cdt = node_compute_dtype(pw, node, constants)
     args = []
     for v in ins:
         if v in constants and constants[v] is None:
@@ -171,8 +160,8 @@ def _lower_node(e: Emitter, node, values: dict, constants: dict):
         elif v in constants:
             args.append(e.const(constants[v], cdt))
         else:
-            args.append(e.cast(values[v], _dtype_of(v), cdt if not (low.compute == "where" and v is ins[0])
+            args.append(e.cast(values[v], _dtype_of(v), cdt if not (pw.compute == "where" and v is ins[0])
                                else dt.bool_))
-    result = low.fn(e, args, cdt, node)
+    result = LOWERINGS[node.kind](e, args, cdt, node)
     result_dtype = dt.bool_ if result.type == LLVM_TYPES[dt.bool_] else cdt
     return e.cast(result, result_dtype, node.output.type.dtype)

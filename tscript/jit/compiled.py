@@ -1,5 +1,6 @@
-"""`tscript.jit.compile`: optimization passes + LLVM native code, returning a `CompiledModel`
-(SPEC §5). The optimized graph runs in the one executor with native kernels for its fusion groups."""
+"""What `tscript.jit.compile` returns (SPEC §5): `CompiledModel`, and `CompiledTrainingModel` whose
+outputs backpropagate through a compiled backward. Each holds its optimized graph and the
+tscript_runtime Executable running it (the same class a loaded `.tsm` runs on)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -7,51 +8,43 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tscript_runtime.errors import InputError
-from tscript_runtime.executor import ArrayDomain, Program
 
 from .._tensor import Tensor
 from ..autograd.graph import FREED_MESSAGE, Node, edge
-from ..ir.graph import Graph
 from ..autograd.grad_mode import is_grad_enabled as grad_enabled
-from ..ir.passes.inline import inline_calls
-from ..ir.passes.pipeline import PIPELINE, run_pipeline, run_stages
-from ..ir.passes.shape_propagation import mark_dynamic
-from ..ir.serialize import graph_to_json
-from ..ir.types import TensorType, tensor_type
-from .modules import ScriptFunction, ScriptModule, ParameterReader, _attr_tree, to_arrays, to_tensors
+from ..frontend.modules import ParameterReader, _attr_tree, to_arrays, to_tensors
+from ..ir.graph import Graph
+from ..ir.types import TensorType
+from .stages import executable, optimize_for_codegen
 
 if TYPE_CHECKING:
     from ..autodiff import Differentiated
 
 
-def optimize_for_codegen(graph: Graph, dynamic: dict | None) -> Graph:
-    """The pass pipeline, symbolic dims, then fusion (what the code generator consumes)."""
-    if dynamic:
-        mark_dynamic(graph, dynamic)
-    run_pipeline(graph, level=2)  # ends with fusion: what the code generator consumes
-    return graph
-
-
 class CompiledModel:
     """A model compiled to native code; calling it returns tensors equal to eager."""
 
-    def __init__(self, graph: Graph, module=None, dynamic: dict | None = None, name: str = "forward"):
-        from ..codegen.native_graph import generate
+    def __init__(self, graph: Graph, module=None, dynamic: dict | None = None, name: str = "forward",
+                 plan: dict | None = None):
         self.graph = graph
         self.module = module
         self.dynamic = dynamic
         self.name = name
-        self.native = generate(graph).link()
-        self._program = Program(graph_to_json(graph), ArrayDomain(graph.constants, self.native.launchers))
-        self._entry = self.native.graph_entry(graph.constants, ParameterReader)
+        self.executable = executable(graph, ParameterReader, plan)  #: the native plan, code and executor running it
         self._tree = [_attr_tree(module)] if module is not None else []
         self._checked: set = set()  # input signatures _check accepted
         self._inputs = [v for v in graph.inputs if not str(v.type).startswith("__module__")]
 
     @property
+    def plan(self) -> dict | None:
+        """The native plan (the code-generation decisions a saved model stores)."""
+        return self.executable.plan.to_json() if self.executable.plan is not None else None
+
+    @property
     def llvm_ir(self) -> str:
-        """The LLVM IR of the model's kernels (what a saved model stores)."""
-        return self.native.ll
+        """The LLVM IR the runtime emits for the model's kernels and entry (for inspection)."""
+        from tscript_runtime.native.emit import emit_module
+        return str(emit_module(self.executable.plan)) if self.executable.plan is not None else ""
 
     def _check(self, args: tuple) -> None:
         if len(args) != len(self._inputs):
@@ -77,15 +70,13 @@ class CompiledModel:
             if signature is not None and len(self._checked) < 256:
                 self._checked.add(signature)
         inputs = self._tree + [a._data if a.__class__ is Tensor else to_arrays(a) for a in args]
-        outs = self._entry.run(inputs) if self._entry is not None else None
-        if outs is None:
-            outs = self._program.run(inputs)
+        outs = self.executable.run(inputs)
         if len(outs) == 1:
             return to_tensors(outs[0])
         return tuple(to_tensors(outs))
 
     def __repr__(self) -> str:
-        return f"<tscript.jit.CompiledModel {self.name}: {len(self.native.specs)} native kernels>"
+        return f"<tscript.jit.CompiledModel {self.name}: {self.executable.describe()}>"
 
 
 def _check_shape(i: int, name: str, expected: tuple, got: tuple) -> None:
@@ -99,89 +90,6 @@ def _check_shape(i: int, name: str, expected: tuple, got: tuple) -> None:
                              f"shape {list(got)}")
 
 
-def compile(obj, example_inputs=None, backward: bool = False, dynamic: dict | None = None) -> CompiledModel:
-    """Trace (or take the scripted graph of) `obj`, optimize, fuse and generate native code."""
-    from ..jit import trace
-    if not isinstance(obj, ScriptModule | ScriptFunction):
-        if example_inputs is None:
-            raise ValueError("compile() needs example_inputs to trace a function or module")
-        obj = trace(obj, example_inputs, check_trace=False)
-    module = obj._module if isinstance(obj, ScriptModule) else None
-    if backward:
-        return _compile_training(obj, module, example_inputs, dynamic)
-    graph = optimize_for_codegen(obj.inlined_graph.copy(), dynamic)
-    return CompiledModel(graph, module, dynamic)
-
-
-def _compile_training(obj, module, example_inputs, dynamic) -> "CompiledTrainingModel":
-    """Forward and backward graphs (symbolic autodiff), each optimized, fused and compiled."""
-    from ..autodiff import differentiate
-    graph, wrt, examples, lifted, float_inputs = training_graph(obj, module, example_inputs, dynamic)
-    return CompiledTrainingModel(differentiate(graph, wrt, examples), module, lifted, float_inputs, dynamic)
-
-
-def training_graph(obj, module, example_inputs, dynamic) -> tuple:
-    """What autodiff differentiates: (graph with the parameters that require grad lifted to inputs,
-    wrt values, example inputs of the graph, lifted parameters, indices of the float inputs)."""
-    args = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
-    graph = obj.graph.copy()
-    inline_calls(graph, keep=("prim::PythonOp",))  # autodiff records traced Functions' own backward
-    lifted = lift_parameters(graph, module) if module is not None else []
-    user = graph.inputs[1 if module is not None else 0:len(graph.inputs) - len(lifted)]
-    _type_inputs(user, args)
-    if dynamic:
-        mark_dynamic(graph, dynamic)
-        _forget_shapes(graph)  # sizes recorded while tracing may be the batch size: derive them again
-    run_stages(graph, [s for s in PIPELINE if s[0] not in ("inline", "fuse_rows", "fuse")], level=2)
-    floats = [v for v in user if _is_float(v)]
-    examples = ([_attr_tree(module)] if module is not None else []) + [to_arrays(a) for a in args] + \
-        [p._data for _, p, _ in lifted]
-    return graph, [lv for _, _, lv in lifted] + floats, examples, lifted, [user.index(v) for v in floats]
-
-
-def _type_inputs(inputs: list, args: tuple) -> None:
-    """Tensor inputs of unknown type (scripted graphs) get the examples' dtypes and shapes."""
-    for v, a in zip(inputs, args):
-        if isinstance(v.type, TensorType) and (v.type.dtype is None or v.type.shape is None) and isinstance(a, Tensor):
-            v.type = tensor_type(a._data.dtype, a._data.shape)
-
-
-def _forget_shapes(graph: Graph) -> None:
-    for node in graph.all_nodes():
-        for v in node.outputs:
-            if isinstance(v.type, TensorType) and v.type.shape is not None:
-                v.type = tensor_type(v.type.dtype, (None,) * len(v.type.shape))
-
-
-def _is_float(v) -> bool:
-    return isinstance(v.type, TensorType) and v.type.dtype is not None and v.type.dtype.kind == "f"
-
-
-# -- training: compile(..., backward=True) ---------------------------------------------------------------
-
-def lift_parameters(graph: Graph, module) -> list[tuple[str, object, object]]:
-    """Replace prim::GetAttr reads of parameters that require grad (in If branches too) by new graph
-    inputs, so autodiff can differentiate with respect to them; returns (state_dict name, Parameter,
-    input Value) triples."""
-    params = {id(p): (name, p) for name, p in module.named_parameters() if p.requires_grad}
-    lifted, seen = [], {}
-    objects = {graph.inputs[0]: module}
-    for node in list(graph.all_nodes()):
-        if node.kind != "prim::GetAttr" or node.inputs[0] not in objects:
-            continue
-        obj = getattr(objects[node.inputs[0]], node.attrs["name"])
-        objects[node.output] = obj
-        if id(obj) not in params:
-            continue
-        name, p = params[id(obj)]
-        if id(obj) not in seen:
-            seen[id(obj)] = graph.add_input(node.output.type, name.replace(".", "_"))
-            lifted.append((name, p, seen[id(obj)]))
-        node.output.replace_all_uses_with(seen[id(obj)])
-        node.destroy()
-    return lifted
-
-
 class CompiledTrainingModel(CompiledModel):
     """A compiled model with a compiled backward: called with inputs or parameters that require grad,
     its outputs get a `grad_fn` running the compiled backward, so `loss.backward()`, `autograd.grad`
@@ -192,7 +100,7 @@ class CompiledTrainingModel(CompiledModel):
     use), and a call that needs no gradient runs a forward that saves nothing."""
 
     def __init__(self, d: "Differentiated", module, lifted: list, float_inputs: list, dynamic):
-        super().__init__(optimize_for_codegen(d.forward.copy(), None), module, dynamic)
+        super().__init__(optimize_for_codegen(d.forward.copy()), module, dynamic)
         self.lifted = lifted
         self.float_inputs = float_inputs  # indices of the float tensor inputs: gradients after the parameters'
         self.n_saved = len(d.saved)
@@ -202,7 +110,7 @@ class CompiledTrainingModel(CompiledModel):
         self._differentiated = d
         self._variants: dict = {}
         full = self._variant((True,) * (len(lifted) + len(float_inputs)))
-        self.backward_graph, self.backward_native = full.graph, full.native
+        self.backward_graph, self.backward_executable = full.graph, full.executable
         self._inference = None
 
     def __call__(self, *args):
@@ -212,7 +120,7 @@ class CompiledTrainingModel(CompiledModel):
         wrt = params + [args[i] for i in self.float_inputs]
         if not (grad_state.enabled and any(t._requires_grad for t in wrt)):
             return self._forward_only(args)
-        outs = self._program.run(self._arrays(args))
+        outs = self.executable.run(self._arrays(args))
         n_out = len(outs) - self.n_saved
         results = to_tensors(outs[:n_out])
         flat = _leaves(results)
@@ -225,29 +133,26 @@ class CompiledTrainingModel(CompiledModel):
             g = self._differentiated.forward.copy()
             for _ in range(self.n_saved):
                 g.block.remove_return(len(g.outputs) - 1)
-            self._inference = CompiledModel(optimize_for_codegen(g, None), self.module, self.dynamic)
+            self._inference = CompiledModel(optimize_for_codegen(g), self.module, self.dynamic)
         return self._inference(*args, *[p for _, p, _ in self.lifted])
 
     def _variant(self, mask: tuple) -> "_BackwardVariant":
         """The backward computing the gradients of the `wrt` values selected by `mask` (compiled once)."""
         if mask not in self._variants:
-            from ..codegen.native_graph import generate
             g = self._differentiated.backward.copy()
             for i in reversed(range(len(mask))):
                 if not mask[i]:
                     g.block.remove_return(i)
-            optimize_for_codegen(g, None)
-            native = generate(g, "kb" + "".join("1" if m else "0" for m in mask)).link()
-            program = Program(graph_to_json(g), ArrayDomain(g.constants, native.launchers))
+            optimize_for_codegen(g)
             read = [bool(v.uses) for v in g.inputs[:self.n_outputs]]
-            self._variants[mask] = _BackwardVariant(g, native, program, read)
+            self._variants[mask] = _BackwardVariant(g, executable(g), read)
         return self._variants[mask]
 
     def saved_bytes(self, *args) -> dict:
         """Bytes the forward keeps for the backward on `args`: {"activations": values the forward
         computed, "inputs": (views of) inputs and parameters it keeps references to}."""
         arrays = self._arrays(args)
-        saved = self._program.run(arrays)[len(self.graph.outputs) - self.n_saved:]
+        saved = self.executable.program.run(arrays)[len(self.graph.outputs) - self.n_saved:]
         held = {id(x) for x in arrays if isinstance(x, np.ndarray)}
         sizes = {"activations": 0, "inputs": 0}
         for x in saved:
@@ -268,10 +173,10 @@ def _root(x: np.ndarray) -> np.ndarray:
 
 
 class _BackwardVariant:
-    """One compiled backward: its graph, native code, program, and which output gradients it reads."""
+    """One compiled backward: its graph, its Executable, and which output gradients it reads."""
 
-    def __init__(self, graph: Graph, native, program: Program, reads: list):
-        self.graph, self.native, self.program, self.reads = graph, native, program, reads
+    def __init__(self, graph: Graph, executable, reads: list):
+        self.graph, self.executable, self.reads = graph, executable, reads
 
 
 def _leaves(x) -> list:
@@ -311,7 +216,7 @@ class _CompiledBackward(Node):
         variant = self.model._variant(self.mask)
         arrays = [None if not read else g._data if g is not None else np.zeros(*meta)
                   for g, meta, read in zip(grads, self.metas, variant.reads)]
-        results = iter(to_tensors(variant.program.run(arrays + list(self.saved))))
+        results = iter(to_tensors(variant.executable.run(arrays + list(self.saved))))
         return [next(results) if m else None for m in self.mask]  # (unreached: None, as eager)
 
     def release(self) -> None:

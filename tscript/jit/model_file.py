@@ -11,10 +11,10 @@ Output shapes are found by running the graph at the example sizes and at other s
 symbolic dims: output dims that follow a symbol get its name, others that change are unknown.
 
 A `CompiledModel` (tscript.jit.compile) is saved with its optimized graph (fusion groups and
-their subgraphs included) and its native code: the LLVM IR, object code for this host, and in
-the manifest the target (triple, CPU, features) and the kernels' launch specs. Its signature is
-the graph's: the dims named in `compile(..., dynamic=)` are symbolic, all others fixed (the
-optimizer may have folded them into the code). Loading such a file gives a CompiledModel again.
+their subgraphs included) and its native plan: the compiler's code-generation decisions as data,
+from which the runtime emits the code itself (a file never holds code). Its signature is the
+graph's: the dims named in `compile(..., dynamic=)` are symbolic, all others fixed (the optimizer
+may have folded them into the code). Loading such a file gives a CompiledModel again.
 """
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ import json
 import numpy as np
 
 from tscript_runtime import dtypes as dt
-from tscript_runtime import native
 from tscript_runtime.archive import array_bytes, write_archive
 from tscript_runtime.errors import ModelError
 from tscript_runtime.executor import ArrayDomain, Program
@@ -34,10 +33,10 @@ from tscript_runtime.signature import DictSpec, ListSpec, ScalarSpec, Signature,
 from .._tensor import _make
 from ..ir.graph import Graph
 from ..ir.passes.dce import eliminate_dead_code
-from ..ir.serialize import graph_from_json, graph_to_json
+from ..ir.graph_json import graph_from_json, graph_to_json
 from ..ir.types import DictType, ListType, ModuleType, ScalarType, TensorType, TupleType, Type
+from ..frontend.modules import ScriptFunction, ScriptModule
 from .compiled import CompiledModel, CompiledTrainingModel
-from .modules import ScriptFunction, ScriptModule
 
 BATCH = "batch"
 _SCALAR_KINDS = {"int": "int", "float": "float", "bool": "bool", "str": "str", "NoneType": "none"}
@@ -48,7 +47,7 @@ def save(obj, f, dynamic: dict | None = None) -> None:
     binary file object) as a `.tsm` saved model. `dynamic` maps an input index to the dims of that
     input that may vary (a list of dims, or a dict dim -> symbol name); by default the first dim of
     every tensor input is the symbolic "batch" and the other dims are fixed. A CompiledModel is
-    saved with its native code; its symbolic dims were chosen by `compile(..., dynamic=)`."""
+    saved with its native plan; its symbolic dims were chosen by `compile(..., dynamic=)`."""
     if isinstance(obj, CompiledModel):
         _save_compiled(obj, f, dynamic)
         return
@@ -107,14 +106,14 @@ def _save_compiled(compiled: CompiledModel, f, dynamic) -> None:
     signature = _compiled_signature("forward", graph, module is not None)
     members, param_entries = _param_members(params)
     entry = _entry("forward", graph, signature, module is not None, members)
-    entry["native"] = _native_entry("forward", compiled.native, compiled.dynamic, members)
+    _add_plan(entry, "forward", compiled.executable, compiled.dynamic, members)
     payload = _payload(module, compiled.name, param_entries, entry)
     if training:
         back = compiled.backward_graph
         payload["entry_points"]["backward"] = _entry("backward", back, _compiled_signature("backward", back, False),
                                                      False, members)
-        payload["entry_points"]["backward"]["native"] = _native_entry("backward", compiled.backward_native,
-                                                                      compiled.dynamic, members)
+        _add_plan(payload["entry_points"]["backward"], "backward", compiled.backward_executable, compiled.dynamic,
+                  members)
         payload["training"] = _training_section(compiled, graph)
     write_archive(f, FORMAT, VERSION, payload, members)
 
@@ -154,16 +153,11 @@ def _training_section(compiled: CompiledTrainingModel, graph: Graph) -> dict:
             "gradients": [name for name, _, _ in compiled.lifted] + inputs}
 
 
-def _native_entry(name: str, code, dynamic, members: dict) -> dict:
-    """The manifest entry of an entry point's native code; adds its IR and object code to `members`."""
-    native.check_externals(code.ll, "the generated LLVM IR")  # never write a file the runtime refuses
-    members[f"{name}.ll"] = code.ll.encode()
-    members[f"{name}.o"] = code.object if code.object is not None else native.compile_cached(code.ll)
-    host = native.host()  # what the object code was built for
-    return {"target_triple": host["triple"], "cpu": host["cpu"], "cpu_features": host["features"],
-            "llvm_ir": f"{name}.ll", "object": f"{name}.o",
-            "kernels": [k.to_json() for k in code.launch_specs()], "entry": code.entry,
-            "dynamic": [[int(i), [int(d) for d in dims]] for i, dims in (dynamic or {}).items()]}
+def _add_plan(entry: dict, name: str, executable, dynamic, members: dict) -> None:
+    """Add an entry point's native plan (a member) and the compile option `dynamic` to its manifest entry."""
+    members[f"{name}.plan.json"] = json.dumps(executable.plan.to_json(), allow_nan=False).encode()
+    entry["plan"] = f"{name}.plan.json"
+    entry["dynamic"] = [[int(i), [int(d) for d in dims]] for i, dims in (dynamic or {}).items()]
 
 
 def _version() -> str:
@@ -179,7 +173,7 @@ def _entry(name: str, graph: Graph, signature: Signature, takes_self: bool, memb
     for c, member in constants.items():
         members[member] = array_bytes(graph.constants[c])
     return {"graph": f"{name}.graph.json", "ir": f"{name}.ir", "self": takes_self, **signature.to_json(),
-            "constants": constants, "native": None}
+            "constants": constants, "plan": None}
 
 
 # -- parameters and buffers -------------------------------------------------------------------------
@@ -437,11 +431,9 @@ def load(f):
             module = _rebuild_module(saved)
         except (KeyError, TypeError, ValueError) as e:  # names or flags the module API refuses
             raise ModelError(f"{saved.source}: cannot rebuild the module tree ({e})") from None
-    if entry.native is not None:
-        # The graph is the source of truth: its kernels are generated again (the object cache makes
-        # that fast) by this version of the compiler; the stored object code is for the runtime.
-        dynamic = {i: dims for i, dims in entry.native.dynamic} or None
-        return CompiledModel(graph, module, dynamic, "forward" if module is not None else name)
+    if entry.plan is not None:
+        dynamic = {i: dims for i, dims in entry.dynamic} or None
+        return CompiledModel(graph, module, dynamic, "forward" if module is not None else name, entry.plan)
     return ScriptModule(module, graph) if module is not None else ScriptFunction(graph, name)
 
 

@@ -1,21 +1,14 @@
-"""tscript.jit: trace (and, later, script) PyTorch-style code into IR graphs; save and load them."""
+"""`tscript.jit.trace`: record the ops a function or module runs into a graph, and check the trace."""
 from __future__ import annotations
 
 import warnings
 
 import numpy as np
 
-from ._tensor import Tensor
-from ._tracing import TracerWarning
-from .frontend.compiled import CompiledModel, compile
-from .frontend.modules import ScriptFunction, ScriptModule
-from .frontend.saving import load, save
-from .frontend.script import CompileError, Final, export, ignore, script, unused
-from .frontend.tracer import record_trace
-
-__all__ = ["CompileError", "Final", "export", "ignore", "script", "unused",
-           "CompiledModel", "ScriptFunction", "ScriptModule", "compile", "TracerWarning", "dump_passes", "freeze", "load", "optimize", "save",
-           "trace"]
+from .._tensor import Tensor
+from .._tracing import TracerWarning
+from ..frontend.modules import ScriptFunction, ScriptModule
+from ..frontend.tracer import record_trace
 
 
 def trace(func, example_inputs, check_trace: bool = True, check_inputs=None, check_tolerance: float = 1e-5,
@@ -26,7 +19,7 @@ def trace(func, example_inputs, check_trace: bool = True, check_inputs=None, che
     `check_inputs`) and a TracerWarning is emitted when the graphs differ or when the trace's results
     differ from the Python function's; module buffers are restored afterwards. With `strict`, a list
     or dict in the output gives a TracerWarning (its structure is frozen into the trace)."""
-    from .nn.modules.module import Module
+    from ..nn.modules.module import Module
     args = _as_args(example_inputs)
     if isinstance(func, ScriptModule | ScriptFunction):
         return func
@@ -107,7 +100,7 @@ def _compare_outputs(traced, args, expected, tolerance: float) -> None:
 
 
 def _random_hint(graph) -> str:
-    from .ir.passes.effects import is_random
+    from ..ir.passes.effects import is_random
     kinds = sorted({n.kind for n in graph.all_nodes() if is_random(n)})
     if not kinds:
         return ""
@@ -163,60 +156,3 @@ def _flat(x) -> list:
     if isinstance(x, dict):
         return [t for v in x.values() for t in _flat(v)]
     return []
-
-
-# -- optimization: freeze, optimize, dump_passes -----------------------------------------------------
-
-def freeze(mod, preserved_attrs=None, optimize_numerics: bool = True) -> ScriptModule:
-    """A new ScriptModule whose graph reads the parameters and buffers of `mod` (in eval mode) as
-    constants, with batch norm folded into the conv/linear before it and the graph optimized.
-    Later changes to `mod`'s parameters do not reach the frozen module."""
-    from .ir.passes.freeze import freeze_graph
-    if not isinstance(mod, ScriptModule):
-        raise RuntimeError("Freezing expects a ScriptModule as input. Please use tscript.jit.script or "
-                           "tscript.jit.trace to script your 'nn.Module'.")
-    if mod.training:
-        raise RuntimeError("Freezing is currently only implemented for modules in eval mode. Please call "
-                           ".eval() on your module before freezing.")
-    graph = freeze_graph(mod.graph.copy(), mod._module)
-    return ScriptModule(mod._module, graph, mod._method_graphs)
-
-
-def optimize(obj, level: int = 2):
-    """A new ScriptModule/ScriptFunction running `obj`'s graph after the pass pipeline at `level`
-    (0: inline only; 1: + constant folding, canonicalization, CSE, DCE, mutation removal, shape
-    propagation; 2: + loop unrolling)."""
-    from .ir.passes.pipeline import run_pipeline
-    graph = run_pipeline(_graph_of(obj, "optimize").copy(), _level(level))
-    return _with_graph(obj, graph)
-
-
-def dump_passes(obj, level: int = 2, passes=None, show: bool = False) -> str:
-    """The IR after every pass of the pipeline that changed `obj`'s graph (only the passes named in
-    `passes`, if given), each headed by the pass name and its time; printed too when `show`."""
-    import io
-    from .ir.passes.pipeline import run_pipeline
-    text = io.StringIO()
-    run_pipeline(_graph_of(obj, "dump_passes").copy(), _level(level), set(passes or ()), text)
-    if show:
-        print(text.getvalue(), end="")
-    return text.getvalue()
-
-
-def _graph_of(obj, what: str):
-    if not isinstance(obj, ScriptModule | ScriptFunction):
-        raise TypeError(f"{what}() expects a ScriptModule or ScriptFunction (from tscript.jit.trace or "
-                        f"tscript.jit.script), got {type(obj).__name__}")
-    return obj.graph
-
-
-def _level(level) -> int:
-    if level not in (0, 1, 2) or isinstance(level, bool):
-        raise ValueError(f"optimization level must be 0, 1 or 2, got {level!r}")
-    return level
-
-
-def _with_graph(obj, graph):
-    if isinstance(obj, ScriptModule):
-        return ScriptModule(obj._module, graph, obj._method_graphs)
-    return ScriptFunction(graph, obj.name)

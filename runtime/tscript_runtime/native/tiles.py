@@ -14,38 +14,36 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from tscript_runtime.library.loops import I64, loop, nest
+from .library.loops import I64, loop, nest
 
 if TYPE_CHECKING:
-    from .kernel import Prologue
+    from .pointwise import Prologue
 
 I8P = ir.IntType(8).as_pointer()
 
-VECTOR_BYTES = 64  # a tile's side: one 512-bit vector of the kernel's widest dtype...
-MAX_TILE = 16  # ... and at most this (narrower dtypes: more shuffles to compile, no faster)
+SIDES = (4, 8, 16)  # tile sides the walk can take (the native plan picks one per kernel)
 BAND = 256  # rows of tiles walked together: their rows stay in cache and in the TLB
 
 
 def candidates(p: Prologue) -> list:
     """The inputs that may be read across the grain: neither of their last two dims is statically
-    broadcast (kernel.py `_broadcast_dim`). With none (or rank < 2) there is no tiled walk."""
-    n_out = len(p.spec.out_dtypes)
+    broadcast (pointwise.py `_broadcast_dim`). With none (or rank < 2) there is no tiled walk."""
+    n_out = p.n_outputs
     return [k for k in range(n_out, len(p.arrays)) if not any(isinstance(s, ir.Constant) for s in p.strides[k][-2:])]
 
 
-def tiled(p: Prologue, inputs: list, plain: ir.Function, body) -> None:
+def tiled(p: Prologue, inputs: list, plain: ir.Function, body, tile: int) -> None:
     """The kernel of prologue `p`: the tiled walk when one of `inputs` (its `candidates`) has unit
     stride along dim R-2 but not along R-1 (it is transposed), the others unit stride along R-1
     or R-2, and every other array unit (or static zero) stride along R-1; else, and for the partial
     tiles at the edges, the plain loop nest `plain` (same arguments). `body(bases, offsets)` emits
-    the computation of one element."""
+    the computation of one element; `tile` is the side of a tile (one of SIDES)."""
     b, r = p.b, p.rank
     use = functools.reduce(b.or_, [b.and_(_unit(b, p.strides[k][-2]), b.not_(_unit(b, p.strides[k][-1])))
                                    for k in inputs])
     for k, st in enumerate(p.strides):
         if not isinstance(st[-1], ir.Constant):
             use = b.and_(use, b.or_(_unit(b, st[-1]), _unit(b, st[-2])) if k in inputs else _unit(b, st[-1]))
-    tile = min(MAX_TILE, VECTOR_BYTES // max(v.type.dtype.itemsize for v in p.arrays))
     buffers = {k: b.alloca(ir.ArrayType(p.bases[k].type.pointee, tile * tile)) for k in inputs}
     for buf in buffers.values():
         buf.align = 64

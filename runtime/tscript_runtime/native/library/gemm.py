@@ -6,8 +6,8 @@ For C = A @ B^T: Blocks of up to 4x4 values of C accumulate in 16-float vectors 
 (16 FMAs per 8 vector loads), so each row of B is read once per 4 rows of A. OpenBLAS packs B on every
 call, which dominates for few rows: on these machines, M=4..64 rows of a 512x784 weight ran 3.5-6.7x
 faster here (~100 GFLOP/s on one core) and M=1024 at par; C = A @ B ran 1.2-2.2x faster at 3-64 rows.
-The whole-graph entry uses them for float32 products with 3 <= M <= SMALL_M rows (BLAS's GEMV for
-one row; BLAS, which may use both cores, above)."""
+The whole-graph entry uses them for float32 products with 3 <= M <= the native plan's `small_m` rows
+(BLAS's GEMV for one row; BLAS, which may use both cores, above)."""
 from __future__ import annotations
 
 from llvmlite import ir
@@ -17,7 +17,6 @@ from .loops import carried, counted
 I1, I64, F32 = ir.IntType(1), ir.IntType(64), ir.FloatType()
 LANES = 16
 VEC = ir.VectorType(F32, LANES)
-SMALL_M = 64
 NAME = "tscript_gemm_nt_f32"
 NN_NAME = "tscript_gemm_nn_f32"
 ROW_BLOCKS = (4, 2, 1)  # rows of A per block (the last blocks of M take 2, then 1)

@@ -1,8 +1,7 @@
 """The kernel library: native functions any compiled model may call (GEMMs for few rows, im2col,
 max-pooling, running a kernel's two halves at once on a native worker thread). They are the same for every model, so they are built once — one LLVM module, compiled
 for this CPU through the on-disk object cache, linked once per process — and models' code imports
-them by name, like the BLAS. Stored IR may declare them (they are on native.py's allow-list); the
-names carry the ABI, so a changed signature must get a new name.
+them by name, like the BLAS. The names carry the ABI, so a changed signature must get a new name.
 
 Importing this package needs no llvmlite; building or declaring a function does.
 """
@@ -23,6 +22,9 @@ FUNCTIONS = {
     "tscript_parallel2": ("parallel", "define_pool", ["i8*", "i64*", "i8*", "i64*", "i8*", "i64*", "f64*"]),
 }
 NAMES = frozenset(FUNCTIONS)
+# The geometry of a convolution or pooling as the im2col and max-pool kernels read it (i64 each; C counts
+# planes for pooling).
+GEOMETRY = ("C", "H", "W", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "OH", "OW")
 _POOL = ("tscript_pool_worker", "tscript_pool_reset")  # exported for this package, not models' code
 _PARALLEL2 = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 7)
 _lock = threading.Lock()
@@ -42,25 +44,28 @@ def declare(module, name: str):
     return ir.Function(module, ir.FunctionType(ir.VoidType(), args), name)
 
 
+def _module():
+    """The llvmlite module defining every library function."""
+    import importlib
+
+    import numpy as np
+    from llvmlite import ir
+
+    from ..target import host
+    module = ir.Module("tscript_library")
+    module.triple = host()["triple"]
+    for name, (builder, function, _) in FUNCTIONS.items():
+        define = getattr(importlib.import_module(f"{__name__}.{builder}"), function)
+        if builder in ("gemm", "parallel"):
+            define(module)
+        else:
+            define(module, np.float32 if name.endswith("f32") else np.float64)
+    return module
+
+
 def library_ir() -> str:
     """The LLVM IR of every library function."""
-    if "ir" not in _state:
-        import importlib
-
-        import numpy as np
-        from llvmlite import ir
-
-        from .. import native
-        module = ir.Module("tscript_library")
-        module.triple = native.host()["triple"]
-        for name, (builder, function, _) in FUNCTIONS.items():
-            define = getattr(importlib.import_module(f"{__name__}.{builder}"), function)
-            if builder in ("gemm", "parallel"):
-                define(module)
-            else:
-                define(module, np.float32 if name.endswith("f32") else np.float64)
-        _state["ir"] = str(module)
-    return _state["ir"]
+    return str(_module())
 
 
 def addresses() -> dict[str, int]:
@@ -68,10 +73,17 @@ def addresses() -> dict[str, int]:
     name -> address."""
     with _lock:
         if "library" not in _state:
-            from .. import native
-            ll = library_ir()
+            from ..cache import cache_key, cached_object
+            from ..link import NativeLibrary, imports_of
+            from ..target import optimize_and_emit
+
+            def emit():
+                module = _module()
+                obj = optimize_and_emit(str(module))
+                return obj, imports_of(module, obj)
+            obj, imports = cached_object(cache_key("library"), emit)
             exports = sorted(NAMES) + list(_POOL)
-            library = native.NativeLibrary(native.compile_cached(ll), exports, native.declared_externals(ll))
+            library = NativeLibrary(obj, exports, imports)
             _state["library"] = library  # kept alive for the process
             _state["addresses"] = {name: library.address(name) for name in exports}
         return _state["addresses"]

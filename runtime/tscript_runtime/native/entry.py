@@ -1,34 +1,33 @@
-"""The whole-graph entry function: calls a graph's kernels and BLAS GEMMs in order, reading every
-shape-dependent number from the plan (layout and ABI: tscript_runtime.graph_entry)."""
+"""The whole-graph entry template: one function calling a graph's kernels, GEMMs, convolutions and
+poolings in order, reading every shape-dependent number from the call plan (layout and ABI:
+tscript_runtime/graph_entry.py). The schedule numbers of the native plan (how many rows a GEMM may
+have to use the kernel library, how much work splits over two threads) are constants of the code."""
 from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
 
-from tscript_runtime.graph_entry import (CONV_SLOTS, CONVS, GEMM_SLOTS, NO_TRANS, TRANS, EntryLayout, GemmStep,
-                                         KernelStep, WindowStep)
-
-from tscript_runtime import library
-from tscript_runtime.library.gemm import SMALL_M
-from tscript_runtime.library.loops import counted
+from ..graph_entry import CONV_SLOTS, CONVS, GEMM_SLOTS, NO_TRANS, TRANS, EntryLayout, GemmStep, KernelStep, WindowStep
+from . import library
+from .library.loops import counted
 
 I1, I8, I32, I64, F64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.DoubleType()
 I8P = I8.as_pointer()
 FLOATS = {"cblas_sgemm": ir.FloatType(), "cblas_dgemm": ir.DoubleType()}
-SPLIT_GEMM_MIN = 1 << 17  # multiply-adds: a library GEMM this big computes its two column halves at once
 SPLIT_COLUMNS = 32  # halves start at a multiple of this many columns (whole blocks of the GEMM kernels)
 ROW_MAJOR = 101
 
 
-def build_entry(module: ir.Module, layout: EntryLayout, name: str) -> None:
-    """Define `void name(i8** bases, i64* plan, double* scalars)` in `module` (which holds the kernels)."""
+def build_entry(module: ir.Module, layout: EntryLayout, name: str, kernels: dict) -> None:
+    """Define `void name(i8** bases, i64* plan, double* scalars)` in `module`, which holds the
+    kernels (`kernels`: kernel node index -> its function)."""
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I8P.as_pointer(), I64.as_pointer(), F64.as_pointer()]),
                      name)
     bases_p, plan_p, scalars_p = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     width = max([len(s.outputs) + len(s.tensors) for s in layout.steps if isinstance(s, KernelStep)] + [1])
     emit = _Emitter(module, fn, b, layout, bases_p, plan_p, scalars_p,
-                    [b.alloca(I8P, I64(width)) for _ in range(2)])
+                    [b.alloca(I8P, I64(width)) for _ in range(2)], kernels)
     for step in layout.steps:
         if isinstance(step, KernelStep):
             emit.kernel(step)
@@ -40,8 +39,8 @@ def build_entry(module: ir.Module, layout: EntryLayout, name: str) -> None:
 
 
 class _Emitter:
-    def __init__(self, module, fn, b, layout, bases_p, plan_p, scalars_p, ptrs):
-        self.module, self.fn, self.b, self.layout = module, fn, b, layout
+    def __init__(self, module, fn, b, layout, bases_p, plan_p, scalars_p, ptrs, kernels):
+        self.module, self.fn, self.b, self.layout, self.kernels = module, fn, b, layout, kernels
         self.bases_p, self.plan_p, self.scalars_p = bases_p, plan_p, scalars_p
         self.ptrs, self.ptrs2 = ptrs  # the kernels' pointer arrays, and the second halves' of split kernels
 
@@ -64,7 +63,7 @@ class _Emitter:
         sizes = b.gep(self.plan_p, [I64(step.sizes)])
         strides = b.gep(self.plan_p, [I64(step.sizes + step.rank)])
         scalars = b.gep(self.scalars_p, [I64(step.first_scalar)])
-        kernel = self.module.get_global(step.kernel)
+        kernel = self.kernels[step.node]
         at, rank = step.split, step.rank
         with b.if_else(b.icmp_signed("!=", self.plan(at), I64(0))) as (split, whole):
             with split:  # big enough for two threads (the plan says): halves on the library's worker
@@ -80,7 +79,7 @@ class _Emitter:
 
     def gemm(self, step: GemmStep) -> None:
         b = self.b
-        fn = _product_function(self.module, step.function)
+        fn = _product_function(self.module, step.function, step.small_m, step.split_min)
         bias = self.pointer(step.bias) if step.bias is not None else ir.Constant(I8P, None)
         b.call(fn, [b.gep(self.plan_p, [I64(step.dims)]), self.pointer(step.a), self.pointer(step.b),
                     self.pointer(step.out), bias])
@@ -95,17 +94,18 @@ class _Emitter:
             fn = library.declare(self.module, f"tscript_max_pool2d_{_suffix(dtype)}")
             b.call(fn, [dims, *(b.bitcast(self.pointer(v), fty.as_pointer()) for v in (step.input, step.out))])
             return
-        fn = _conv_function(self.module, step.function, dtype)
+        fn = _conv_function(self.module, step.function, dtype, step.small_m)
         arena = b.load(self.bases_p)
         scratch = b.gep(arena, [self.plan(step.dims + CONV_SLOTS.index("scratch"))])
         bias = self.pointer(step.bias) if step.bias is not None else ir.Constant(I8P, None)
         b.call(fn, [dims, self.pointer(step.input), self.pointer(step.weight), bias, self.pointer(step.out), scratch])
 
 
-def _conv_function(module: ir.Module, name: str, dtype) -> ir.Function:
-    """`void <name>(i64* dims, i8* x, i8* w, i8* bias, i8* out, i8* col)`, once per module: per image,
-    im2col into `col` (K, L), `out` rows = bias, then out (O, L) += W (O, K) @ col (CONV_SLOTS at dims),
-    by the kernel library's GEMM for float32 with 3..SMALL_M output channels, else by BLAS."""
+def _conv_function(module: ir.Module, function: str, dtype, small_m: int) -> ir.Function:
+    """`void <function>_<small_m>(i64* dims, i8* x, i8* w, i8* bias, i8* out, i8* col)`, once per module:
+    per image, im2col into `col` (K, L), `out` rows = bias, then out (O, L) += W (O, K) @ col (CONV_SLOTS
+    at dims), by the kernel library's GEMM for float32 with 3..small_m output channels, else by BLAS."""
+    name = f"{function}_{small_m}"
     try:
         return module.get_global(name)
     except KeyError:
@@ -138,7 +138,7 @@ def _conv_function(module: ir.Module, name: str, dtype) -> ir.Function:
             if dtype != np.float32:
                 b.call(gemm, blas)
             else:  # few output channels (small CNNs): the library's GEMM, on this thread (no BLAS threads)
-                few = b.and_(b.icmp_signed(">=", o, I64(3)), b.icmp_signed("<=", o, I64(SMALL_M)))
+                few = b.and_(b.icmp_signed(">=", o, I64(3)), b.icmp_signed("<=", o, I64(small_m)))
                 with b.if_else(few) as (ours, theirs):
                     with ours:
                         b.call(library.declare(module, "tscript_gemm_nn_f32"),
@@ -149,12 +149,12 @@ def _conv_function(module: ir.Module, name: str, dtype) -> ir.Function:
     return fn
 
 
-def _product_function(module: ir.Module, function: str) -> ir.Function:
-    """`void <function>_step(i64* dims, i8* a, i8* b, i8* c, i8* bias)`, defined once per module: C =
-    op(A) @ op(B) (+ the bias rows, when `bias` is not null) with the plan's GEMM_SLOTS at `dims`:
-    float32 products of 3..SMALL_M rows of a row-major A, or of fewer rows with enough work to split,
-    by the kernel library; the rest by BLAS."""
-    name = f"{function}_step"
+def _product_function(module: ir.Module, function: str, small_m: int, split_min: int) -> ir.Function:
+    """`void <function>_<small_m>_<split_min>(i64* dims, i8* a, i8* b, i8* c, i8* bias)`, once per module:
+    C = op(A) @ op(B) (+ the bias rows, when `bias` is not null) with the call plan's GEMM_SLOTS at `dims`:
+    float32 products of 3..small_m rows of a row-major A, or of fewer rows with at least `split_min`
+    multiply-adds (split in column halves over two threads), by the kernel library; the rest by BLAS."""
+    name = f"{function}_{small_m}_{split_min}"
     try:
         return module.get_global(name)
     except KeyError:
@@ -176,16 +176,16 @@ def _product_function(module: ir.Module, function: str) -> ir.Function:
         if function != "cblas_sgemm":
             _blas_product(module, b, function, fty, [ta, tb, m, n, k, a, lda, bm, ldb, beta, c, ldc])
         else:  # the kernel library's GEMMs (library/gemm.py) for few rows of A, or one that splits
-            few = b.and_(b.icmp_signed("<=", m, I64(SMALL_M)),
-                         b.or_(b.icmp_signed(">=", m, I64(3)), _splits(b, m, n, k)))
+            few = b.and_(b.icmp_signed("<=", m, I64(small_m)),
+                         b.or_(b.icmp_signed(">=", m, I64(3)), _splits(b, m, n, k, split_min)))
             ours = [a, bm, c, m, n, k, lda, ldb, ldc, has_bias]
             with b.if_else(b.and_(few, b.icmp_signed("==", ta, I32(NO_TRANS)))) as (library_gemm, blas):
                 with library_gemm:
                     with b.if_else(b.icmp_signed("==", tb, I32(TRANS))) as (transposed, rowmajor):
                         with transposed:
-                            _small_gemm(module, b, "tscript_gemm_nt_f32", ours)
+                            _small_gemm(module, b, "tscript_gemm_nt_f32", ours, split_min)
                         with rowmajor:
-                            _small_gemm(module, b, "tscript_gemm_nn_f32", ours)
+                            _small_gemm(module, b, "tscript_gemm_nn_f32", ours, split_min)
                 with blas:
                     _blas_product(module, b, function, fty, [ta, tb, m, n, k, a, lda, bm, ldb, beta, c, ldc])
     b.ret_void()
@@ -214,11 +214,11 @@ def _blas_product(module: ir.Module, b: ir.IRBuilder, function: str, fty, args: 
                     b.call(gemm, [I32(ROW_MAJOR), ta, tb, m, n, k, one, a, lda, bm, ldb, beta, c, ldc])
 
 
-def _small_gemm(module: ir.Module, b: ir.IRBuilder, name: str, args: list) -> None:
+def _small_gemm(module: ir.Module, b: ir.IRBuilder, name: str, args: list, split_min: int) -> None:
     """The library GEMM `name` on `args` (A, B, C, M, N, K, lda, ldb, ldc, accumulate); with enough
     work, its columns of C in two halves at once (the library's worker computes the second)."""
     a, bm, c, m, n, k, lda, ldb, ldc, accumulate = args
-    with b.if_else(_splits(b, m, n, k)) as (halves, whole):
+    with b.if_else(_splits(b, m, n, k, split_min)) as (halves, whole):
         with halves:
             cut = b.and_(b.sdiv(n, I64(2)), I64(-SPLIT_COLUMNS))
             sizes = _stack(b, I64, [cut, b.sub(n, cut)])
@@ -236,9 +236,10 @@ def _small_gemm(module: ir.Module, b: ir.IRBuilder, name: str, args: list) -> No
             b.call(library.declare(module, name), args)
 
 
-def _splits(b: ir.IRBuilder, m, n, k):
-    """Is an (M, N, K) library GEMM worth computing as two column halves at once?"""
-    return b.and_(b.icmp_signed(">=", b.mul(b.mul(m, n), k), I64(SPLIT_GEMM_MIN)),
+def _splits(b: ir.IRBuilder, m, n, k, split_min: int):
+    """Does an (M, N, K) library GEMM compute its two column halves at once (`split_min` multiply-adds
+    or more, and enough columns)?"""
+    return b.and_(b.icmp_signed(">=", b.mul(b.mul(m, n), k), I64(split_min)),
                   b.icmp_signed(">=", n, I64(2 * SPLIT_COLUMNS)))
 
 

@@ -1,18 +1,13 @@
-"""THE LLVM lowering table of elementwise ops: op name -> a function building the scalar
-expression for one element. Values are computed in the op's compute dtype (PyTorch promotion, from
-the op library's dtype rule) and converted to the node's output dtype.
+"""THE LLVM lowering table of pointwise ops: op name -> a function building the scalar expression
+for one element. Values are computed in the op's compute dtype (its pointwise facts, ops/facts.py:
+PyTorch promotion from the op library's dtype rules) and converted to the node's output dtype. Every
+op whose facts say it is pointwise has a row here, and no other (a test checks).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
-
 from llvmlite import ir
 
-from tscript_runtime import dtypes as dt
-from tscript_runtime.ops import TensorMeta
-
-from ..ir.types import TensorType
+from .. import dtypes as dt
 from .mathlib import DIV, FAST, float_function
 
 LLVM_TYPES = {dt.float32: ir.FloatType(), dt.float64: ir.DoubleType(), dt.int64: ir.IntType(64),
@@ -170,7 +165,7 @@ def _to(e, args, cdt, node):
 def _pow(e, args, cdt, node):
     x, y = args
     k = y.constant if isinstance(y, ir.Constant) else None
-    if not dt.is_float(cdt):  # a constant exponent >= 0 (see `accepts`): repeated squaring, wrapping
+    if not dt.is_float(cdt):  # a constant exponent >= 0 (the op's facts require it): repeated squaring, wrapping
         return _int_pow(e, x, int(k), cdt)
     if k in _POW_SPECIAL:  # as PyTorch's pow with these scalar exponents: exact products, sqrt, 1/x
         return _POW_SPECIAL[k](e, x, cdt)
@@ -201,85 +196,26 @@ _POW_SPECIAL = {
 }
 
 
-def _pow_accepts(constants, cdt) -> bool:
-    """Integer pow only with a constant exponent >= 0 (PyTorch raises for negative ones at run time)."""
-    k = constants[1]
-    return dt.is_float(cdt) or isinstance(k, int) and not isinstance(k, bool) and k >= 0
-
-
 def _pow_fn(e, cdt):
     name = "pow" if cdt == dt.float64 else "powf"
     t = LLVM_TYPES[cdt]
     return e.b.module.globals.get(name) or ir.Function(e.b.module, ir.FunctionType(t, [t, t]), name)
 
 
-@dataclass(frozen=True)
-class Lowering:
-    """How one op becomes scalar code: `fn(emitter, values, compute dtype, node)`; the first
-    `n_values` inputs are values (the rest are attributes such as dtype or rounding mode); the
-    compute dtype rule is "promote" (PyTorch promotion), "float" (ints lift to the default float),
-    "where" (promotion of the two branches) or "self" (the first input's dtype);
-    `accepts(constants, compute dtype)` says whether the lowering handles the node: `constants` has the
-    value of each constant input (a placeholder object for the others)."""
-    fn: Callable
-    n_values: int
-    compute: str
-    accepts: Callable | None = None
-
-
-def _row(fn, n_values, compute, accepts=None):
-    return Lowering(fn, n_values, compute, accepts)
-
-
-# op name -> Lowering (one row per op)
+# op name -> fn(emitter, values, compute dtype, node) building the op's scalar result
 LOWERINGS = {
-    "aten::add": (_binary("add"), 3, "promote"), "aten::sub": (_binary("sub"), 3, "promote"),
-    "aten::mul": (_binary("mul"), 2, "promote"), "aten::div": (_div, 2, "float", lambda c, cdt: c[2] is None),
-    "aten::maximum": (_extremum("max"), 2, "promote"), "aten::minimum": (_extremum("min"), 2, "promote"),
-    "aten::neg": (_neg, 1, "promote"), "aten::abs": (_abs, 1, "promote"), "aten::relu": (_relu, 1, "promote"),
-    "aten::exp": (_float_fn("exp"), 1, "float"), "aten::log": (_float_fn("log"), 1, "float"),
-    "aten::tanh": (_float_fn("tanh"), 1, "float"), "aten::sigmoid": (_float_fn("sigmoid"), 1, "float"),
-    "aten::erf": (_float_fn("erf"), 1, "float"), "aten::sqrt": (_sqrt, 1, "float"),
-    "aten::rsqrt": (_rsqrt, 1, "float"), "aten::reciprocal": (_reciprocal, 1, "float"),
-    "aten::sin": (_float_fn("sin"), 1, "float"), "aten::cos": (_float_fn("cos"), 1, "float"),
-    "aten::floor": (_intrinsic_fn("llvm.floor"), 1, "promote"), "aten::ceil": (_intrinsic_fn("llvm.ceil"), 1, "promote"),
-    "aten::trunc": (_intrinsic_fn("llvm.trunc"), 1, "promote"),
-    "aten::round": (_intrinsic_fn("llvm.roundeven"), 1, "promote"),
-    "aten::where": (_where, 3, "where"), "aten::clamp": (_clamp, 3, "promote"),
-    "aten::eq": (_compare("eq"), 2, "promote"), "aten::ne": (_compare("ne"), 2, "promote"),
-    "aten::lt": (_compare("lt"), 2, "promote"), "aten::le": (_compare("le"), 2, "promote"),
-    "aten::gt": (_compare("gt"), 2, "promote"), "aten::ge": (_compare("ge"), 2, "promote"),
-    "aten::logical_and": (_logical("and"), 2, "promote"), "aten::logical_or": (_logical("or"), 2, "promote"),
-    "aten::logical_xor": (_logical("xor"), 2, "promote"), "aten::to": (_to, 1, "self", lambda c, cdt: not c[2]),
-    "aten::pow": (_pow, 2, "promote", _pow_accepts),
+    "aten::add": _binary("add"), "aten::sub": _binary("sub"), "aten::mul": _binary("mul"), "aten::div": _div,
+    "aten::maximum": _extremum("max"), "aten::minimum": _extremum("min"),
+    "aten::neg": _neg, "aten::abs": _abs, "aten::relu": _relu,
+    "aten::exp": _float_fn("exp"), "aten::log": _float_fn("log"), "aten::tanh": _float_fn("tanh"),
+    "aten::sigmoid": _float_fn("sigmoid"), "aten::erf": _float_fn("erf"), "aten::sqrt": _sqrt,
+    "aten::rsqrt": _rsqrt, "aten::reciprocal": _reciprocal, "aten::sin": _float_fn("sin"),
+    "aten::cos": _float_fn("cos"),
+    "aten::floor": _intrinsic_fn("llvm.floor"), "aten::ceil": _intrinsic_fn("llvm.ceil"),
+    "aten::trunc": _intrinsic_fn("llvm.trunc"), "aten::round": _intrinsic_fn("llvm.roundeven"),
+    "aten::where": _where, "aten::clamp": _clamp,
+    "aten::eq": _compare("eq"), "aten::ne": _compare("ne"), "aten::lt": _compare("lt"), "aten::le": _compare("le"),
+    "aten::gt": _compare("gt"), "aten::ge": _compare("ge"),
+    "aten::logical_and": _logical("and"), "aten::logical_or": _logical("or"), "aten::logical_xor": _logical("xor"),
+    "aten::to": _to, "aten::pow": _pow,
 }
-LOWERINGS = {k: _row(*v) for k, v in LOWERINGS.items()}
-
-
-def representative(value, constants: dict):
-    """What a graph value looks like to the promotion rule (TensorMeta for tensors, Python values for
-    scalars; a constant's own value)."""
-    if value in constants:
-        return constants[value]
-    t = value.type
-    if isinstance(t, TensorType):
-        return TensorMeta((1,) * (t.rank or 0), t.dtype)
-    return {"int": 0, "float": 0.0, "bool": False}[t.name]
-
-
-def compute_dtype(rule: str, values: list):
-    """The dtype a lowering computes in, from the representatives of its value inputs (None: absent)."""
-    reps = [v for v in values if v is not None]
-    if rule == "self":
-        return reps[0].dtype
-    if rule == "where":
-        reps = reps[1:3]
-    out = dt.result_type(*reps)
-    return dt.float_result(out) if rule == "float" else out
-
-
-def node_compute_dtype(low: Lowering, node, constants: dict):
-    """The compute dtype of `node` under lowering `low`; `constants` maps constant scalar inputs to values."""
-    reps = [None if v in constants and constants[v] is None else representative(v, constants)
-            for v in node.inputs[:low.n_values]]
-    return compute_dtype(low.compute, reps)

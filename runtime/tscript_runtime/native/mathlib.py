@@ -65,8 +65,8 @@ def has_scalef() -> bool:
     """Does the host have AVX-512F? Its vscalefps is what vectorized `llvm.ldexp` becomes; elsewhere
     LLVM calls libm's ldexpf once per element (a stored model recompiled for such a CPU still runs,
     at that cost), so the two-multiply form is used there instead."""
-    from tscript_runtime import native
-    return "+avx512f" in native.host()["features"].split(",")
+    from .target import host
+    return "+avx512f" in host()["features"].split(",")
 
 
 def log_f32(b: ir.IRBuilder, x):

@@ -1,7 +1,7 @@
-"""Graph <-> the JSON document the runtime executes (format in tscript_runtime/graph_format.py)."""
+"""Graph <-> the JSON document the runtime executes (format in tscript_runtime/graph_json.py)."""
 from __future__ import annotations
 
-from tscript_runtime.graph_format import FORMAT, VERSION, SubgraphDoc, check_graph, decode_attr, encode_attr
+from tscript_runtime.graph_json import FORMAT, VERSION, SubgraphDoc, check_graph, decode_attr, encode_attr
 
 from .graph import Block, Graph
 from .types import parse_type

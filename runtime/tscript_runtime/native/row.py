@@ -1,25 +1,24 @@
-"""Row kernels: a fusion group of elementwise ops and reductions over the last dim (keepdim) —
+"""The row kernel template: a row group of elementwise ops and reductions over the last dim (keepdim) —
 softmax, log_softmax, layer_norm and friends after decomposition — as one function that, for each
 row, makes one pass over the row per reduction (in dependency order) and a final pass computing
 the outputs. Full-size intermediates are recomputed inside each pass instead of being stored.
 
-Same ABI as kernel.py (sizes, ptrs, strides, scalars); the last dim is the reduced one.
+Same ABI as pointwise.py (sizes, ptrs, strides, scalars); the last dim is the reduced one.
 Reduction accumulators carry `reassoc` so LLVM vectorizes them.
 """
 from __future__ import annotations
 
 from llvmlite import ir
 
-from tscript_runtime import dtypes as dt
-
-from ..ir.graph import Graph
-from ..ir.types import TensorType
-from .elementwise import LLVM_TYPES, MEMORY_TYPES, Emitter
-from .kernel import KernelSpec, _dtype_of, _lower_node, prologue
-from tscript_runtime.library.loops import I64, loop
+from .. import dtypes as dt
+from ..typed_graph import Graph
+from ..types import TensorType
+from .library.loops import I64, loop
+from .lowering import LLVM_TYPES, MEMORY_TYPES, Emitter
+from .pointwise import _dtype_of, _lower_node, prologue
 
 REDUCE_FLAGS = ("reassoc", "contract", "nsz", "arcp", "afn")
-# reduction op -> (identity, combine name); mean divides the sum by the row length afterwards
+# row-reduction op (ops/facts.py) -> (identity, combine name); mean divides the sum by the row length afterwards
 REDUCTIONS = {"aten::sum": (0.0, "add"), "aten::mean": (0.0, "add"), "aten::amax": (float("-inf"), "max"),
               "aten::amin": (float("inf"), "min"), "aten::var": (0.0, "add")}
 
@@ -29,14 +28,13 @@ def is_row_scalar(v, rank: int) -> bool:
     return isinstance(t, TensorType) and t.rank == rank and t.shape[-1] == 1
 
 
-def build_row_kernel(graph: Graph, name: str, module: ir.Module) -> KernelSpec:
+def build_row_kernel(graph: Graph, name: str, module: ir.Module) -> None:
     """Generate the row kernel of a row group's subgraph as function `name` in `module`."""
     rank = max(v.type.rank for v in graph.inputs if isinstance(v.type, TensorType))
     p = prologue(graph, name, module, rank)
     ctx = _Row(p.b, p.fn, graph, rank, p.sizes, p.bases, p.strides, p.scalars, p.arrays)
     ctx.outer(0, [I64(0)] * len(p.arrays))
     p.b.ret_void()
-    return p.spec
 
 
 class _Row:
@@ -104,7 +102,7 @@ class _Row:
         """One pass over the row (two for var: mean, then squared deviations, unless the group already
         has the mean of the same input); `into`: an output to store the reduced values in."""
         dtype = node.output.type.dtype
-        b, tag = self.b, node.output.name.replace(".", "_")
+        b, tag = self.b, f"n{node.index}"  # (names from the file never reach the LLVM IR)
         length = b.sitofp(n, LLVM_TYPES[dtype]) if dt.is_float(dtype) else n
         if node.kind == "aten::var":
             mean = self.means.get((node.inputs[0], dtype))

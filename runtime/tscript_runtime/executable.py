@@ -1,0 +1,85 @@
+"""`Executable`: one graph ready to run in this process. `tscript.jit.compile` and
+`tscript_runtime.load` build theirs through this one class, so native execution has one path: the
+whole-graph entry when the native plan has one and the call's signature can be planned, else the
+graph executor calling the native kernels of the fusion groups (and interpreting the rest).
+
+Building one checks the native plan against the graph (native_plan.py), then emits, compiles (or
+finds in the object cache) and links the code. Where native code cannot run here (no llvmlite, no
+BLAS, an LLVM error), the executor runs the graph on the reference kernels, with a warning.
+"""
+from __future__ import annotations
+
+import warnings
+
+from .executor import ArrayDomain, Program
+from .graph_entry import GraphEntry
+from .native_plan import NativePlan
+from .typed_graph import typed_graph
+
+
+class Executable:
+    """A graph document with its tensor constants and native plan (None: no native code), ready to
+    `run`; `reader` reads the parameters from the module argument (graph_entry.TreeReader: nested
+    mappings). Several threads may run it at once."""
+
+    def __init__(self, graph: dict, constants: dict, plan: dict | None, reader=None, where: str = "graph"):
+        self.graph, self.constants = graph, constants
+        self.plan = NativePlan.from_json(plan, typed_graph(graph), graph) if plan is not None else None
+        self.mode, self.reason = "interpreted", ""  #: "native", "interpreted" (no plan) or "reference"
+        self.code = None
+        self.entry: GraphEntry | None = None
+        if self.plan is not None:
+            self._link(reader, where)
+        launchers = self.code.launchers if self.code is not None else {}
+        self.program = Program(graph, ArrayDomain(constants, launchers))
+
+    def _link(self, reader, where: str) -> None:
+        from .native.emit import link_native
+        try:
+            self.code = link_native(self.graph, self.plan)
+        except Exception as e:  # no llvmlite, no BLAS, an LLVM error: the reference kernels still give the answer
+            self.mode, self.reason = "reference", _reason(e)
+            warnings.warn(f"{where}: native code cannot be used here ({self.reason}); its fusion groups run on the "
+                          f"reference kernels instead", RuntimeWarning, stacklevel=4)
+            return
+        self.mode = "native"
+        if self.code.entry is not None:
+            self.entry = GraphEntry(self.plan.layout, self.code.entry, self.code.launchers, self.constants, reader)
+
+    @property
+    def launchers(self) -> dict:
+        """Kernel name -> launcher (kernels.FusedKernel) of the linked kernels."""
+        return self.code.launchers if self.code is not None else {}
+
+    def run(self, args: list) -> list:
+        """The graph's outputs for `args` (one per graph input, the module's attribute tree first
+        when the graph reads one)."""
+        if self.entry is not None:
+            outs = self.entry.run(args)
+            if outs is not None:
+                return outs
+        return self.program.run(args)
+
+    def prepare(self, args: list) -> bool:
+        """Plan the whole-graph entry for the signature of `args` now, so that a first call with
+        that signature costs what later ones do; False when it runs in the executor."""
+        return self.entry is not None and self.entry.prepare(args)
+
+    def describe(self) -> str:
+        """One line for people: what runs natively here and how."""
+        n = len(self.plan.kernels) if self.plan is not None else 0
+        kernels = f"{n} kernel{'s' * (n != 1)}"
+        if self.mode == "interpreted":
+            return "no native code: the executor runs the graph on the reference kernels"
+        if self.mode == "reference":
+            return f"{kernels}, not usable here ({self.reason}): fusion groups run on the reference kernels"
+        from .native.target import host
+        whole = "; whole graph in one native call" if self.entry is not None else "; the executor calls them"
+        return f"{kernels} emitted for this CPU ({host()['cpu']}){whole}"
+
+
+def _reason(e: Exception) -> str:
+    if isinstance(e, ImportError) and (e.name or "").startswith("llvmlite"):
+        return "llvmlite is not installed"
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0][:200] if text else ''}"

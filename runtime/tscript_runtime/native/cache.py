@@ -1,0 +1,94 @@
+"""The per-user on-disk cache of emitted object code (TSCRIPT_CACHE_DIR, default ~/.cache/tscript).
+
+An entry is keyed by a hash of everything its code depends on (for a model: the graph, the native
+plan, this runtime's version and the host CPU) and holds the object code with the external
+functions it imports, behind a SHA-256 of both. Entries are written atomically (temp file + rename);
+one whose checksum does not match (a torn write, a flipped bit) is emitted again and replaced,
+never linked.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+
+MAGIC = b"tscript-object 1\n"
+
+
+def cache_dir() -> str:
+    """Where emitted objects are cached (TSCRIPT_CACHE_DIR, default ~/.cache/tscript)."""
+    return os.environ.get("TSCRIPT_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "tscript")
+
+
+def code_digest() -> str:
+    """A hash of this runtime's code (every module of the package): part of every key, so that code
+    emitted by another version of the emitter is never taken for this one's."""
+    if not _digest:
+        package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        h = hashlib.sha256()
+        for root, dirs, files in os.walk(package):
+            dirs.sort()
+            for name in sorted(f for f in files if f.endswith(".py")):
+                with open(os.path.join(root, name), "rb") as f:
+                    h.update(os.path.relpath(os.path.join(root, name), package).encode() + b"\0" + f.read())
+        _digest.append(h.hexdigest())
+    return _digest[0]
+
+
+_digest: list = []
+
+
+def cache_key(*parts: str) -> str:
+    """The key of an entry: a SHA-256 of `parts` (the text its code depends on), this runtime's code
+    and the host CPU."""
+    from .target import host
+    h = hashlib.sha256()
+    hc = host()
+    parts = (code_digest(), hc["triple"], hc["cpu"], hc["features"]) + parts
+    for part in parts:
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def cached_object(key: str, emit) -> tuple[bytes, set[str]]:
+    """(object code, imported functions) for `key`: from the cache when an intact entry is there,
+    else `emit()` (which returns the same pair), stored for next time."""
+    path = os.path.join(cache_dir(), key + ".o")
+    found = _read(path)
+    if found is not None:
+        return found
+    obj, imports = emit()
+    _write(path, obj, imports)
+    return obj, imports
+
+
+def _read(path: str):
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    head, digest, payload = data[:len(MAGIC)], data[len(MAGIC):len(MAGIC) + 64], data[len(MAGIC) + 64:]
+    if head != MAGIC or digest != hashlib.sha256(payload).hexdigest().encode():
+        return None
+    listing, _, obj = payload.partition(b"\n")
+    try:
+        imports = json.loads(listing)
+    except ValueError:
+        return None
+    return obj, set(imports)
+
+
+def _write(path: str, obj: bytes, imports: set[str]) -> None:
+    payload = json.dumps(sorted(imports)).encode() + b"\n" + obj
+    data = MAGIC + hashlib.sha256(payload).hexdigest().encode() + payload
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError:  # a read-only home is no reason to fail: just do not cache
+        pass

@@ -1,0 +1,74 @@
+"""From a checked graph and its native plan to code running in this process: one LLVM module holding
+every kernel (native/pointwise.py, native/row.py) and the whole-graph entry (native/entry.py),
+compiled for this CPU or read back from the object cache, linked, and wrapped in launchers.
+
+Function names are the emitter's own (`kernel_<i>`, `entry`): no name from a file reaches the LLVM IR.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from ..graph_entry import KernelStep
+from ..kernels import FusedKernel
+from ..native_plan import NativePlan
+from .cache import cache_key, cached_object
+from .link import MODEL_IMPORTS, NativeLibrary, imports_of
+
+ENTRY = "entry"
+
+
+@dataclass
+class NativeCode:
+    """A graph's linked native code: a launcher per kernel (by the plan's kernel names), the
+    whole-graph entry's address (None without one), and the library to keep alive while it runs."""
+    launchers: dict
+    entry: int | None
+    library: NativeLibrary
+
+
+def symbols(plan: NativePlan) -> dict:
+    """Kernel name -> the name of its function in the emitted module."""
+    return {name: f"kernel_{i}" for i, name in enumerate(plan.kernels)}
+
+
+def emit_module(plan: NativePlan):
+    """The llvmlite module of every kernel of `plan` and its whole-graph entry."""
+    from llvmlite import ir
+
+    from .entry import build_entry
+    from .pointwise import build_kernel
+    from .row import build_row_kernel
+    from .target import host
+    module = ir.Module("tscript_model")
+    module.triple = host()["triple"]
+    names = symbols(plan)
+    for name, k in plan.kernels.items():
+        sub = k.node.attrs["subgraph"]
+        if k.template == "pointwise":
+            build_kernel(sub, names[name], module, k.tile)
+        else:
+            build_row_kernel(sub, names[name], module)
+    if plan.layout is not None:
+        kernels = {s.node: module.get_global(names[s.kernel]) for s in plan.layout.steps if isinstance(s, KernelStep)}
+        build_entry(module, plan.layout, ENTRY, kernels)
+    return module
+
+
+def link_native(graph: dict, plan: NativePlan) -> NativeCode:
+    """The native code of `graph` (its document) under `plan`, emitted now or found in the cache."""
+    from .target import optimize_and_emit
+
+    def emit():
+        module = emit_module(plan)
+        obj = optimize_and_emit(str(module))
+        return obj, imports_of(module, obj)
+    obj, imports = cached_object(cache_key("model", json.dumps(graph, sort_keys=True), plan.fingerprint()), emit)
+    assert imports <= MODEL_IMPORTS, f"emitted code imports {sorted(imports - MODEL_IMPORTS)}"
+    names = symbols(plan)
+    exports = list(names.values()) + ([ENTRY] if plan.layout is not None else [])
+    library = NativeLibrary(obj, exports, imports)
+    launchers = {name: FusedKernel(library.address(names[name]), k.spec, k.split_min, name)
+                 for name, k in plan.kernels.items()}
+    entry = library.address(ENTRY) if plan.layout is not None else None
+    return NativeCode(launchers, entry, library)

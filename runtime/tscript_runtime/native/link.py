@@ -1,0 +1,121 @@
+"""Linking emitted object code into the process with ORC (LLJIT): the external functions emitted
+code may call (libm, the CBLAS entry points of the BLAS bundled with numpy, the kernel library) and
+their addresses. Only objects this runtime emitted itself (or read back from its checksummed cache)
+are ever linked."""
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import struct
+
+from .library import NAMES as LIBRARY_FUNCTIONS
+from .target import LLVM_LOCK, binding
+
+_state: dict = {}
+
+BLAS_SYMBOLS = {"cblas_sgemm": "scipy_cblas_sgemm64_", "cblas_dgemm": "scipy_cblas_dgemm64_",
+                "cblas_sgemv": "scipy_cblas_sgemv64_", "cblas_dgemv": "scipy_cblas_dgemv64_"}
+
+
+# What emitted model code may import: libm (the double versions of what mathlib.py writes inline for
+# floats, and what LLVM lowers intrinsics to: ldexpf on CPUs without AVX-512), memory functions, the
+# CBLAS entry points of the BLAS bundled with numpy, and the kernel library.
+MODEL_IMPORTS = frozenset({
+    "expf", "exp", "logf", "log", "tanhf", "tanh", "erff", "erf", "sqrtf", "sqrt", "powf", "pow", "sinf", "sin",
+    "cosf", "cos", "floorf", "floor", "ceilf", "ceil", "roundf", "round", "roundevenf", "roundeven", "truncf",
+    "trunc", "ldexpf", "ldexp", "fmaxf", "fmax", "fminf", "fmin", "memcpy", "memset", "memmove",
+}) | frozenset(BLAS_SYMBOLS) | LIBRARY_FUNCTIONS
+
+
+def declared_functions(module) -> set[str]:
+    """The external functions an llvmlite module declares (LLVM intrinsics aside)."""
+    return {f.name for f in module.functions if f.is_declaration and not f.name.startswith("llvm.")}
+
+
+def imports_of(module, obj: bytes) -> set[str]:
+    """What the object code emitted from `module` imports when linked: its declared functions and,
+    for ELF objects, every undefined symbol (LLVM may lower an intrinsic to a libm call)."""
+    return declared_functions(module) | (_elf_undefined(obj) if obj[:6] == b"\x7fELF\x02\x01" else set())
+
+
+_SHT_SYMTAB = 2
+
+
+def _elf_undefined(obj: bytes) -> set[str]:
+    """The undefined symbols of an ELF64 little-endian object (one this runtime emitted)."""
+    (shoff,) = struct.unpack_from("<Q", obj, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
+    # Section header: name, type, flags, addr, offset, size, link, info, addralign, entsize.
+    sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize) for i in range(shnum)]
+    names = set()
+    for _, kind, _, _, offset, size, link, _, _, entsize in sections:
+        if kind != _SHT_SYMTAB:
+            continue
+        strings = sections[link][4]
+        for at in range(offset + entsize, offset + size, entsize):  # entry 0 is the null symbol
+            name, _, _, section = struct.unpack_from("<IBBH", obj, at)
+            if section == 0 and name:  # SHN_UNDEF: resolved at link time
+                start = strings + name
+                names.add(obj[start:obj.index(b"\0", start)].decode())
+    return names
+
+
+def blas_library() -> str | None:
+    """Path of the OpenBLAS numpy bundles (ILP64, `scipy_cblas_*64_` symbols), if present."""
+    if "blas" not in _state:
+        import numpy
+        base = os.path.join(os.path.dirname(numpy.__file__), os.pardir, "numpy.libs")
+        found = sorted(glob.glob(os.path.join(base, "libscipy_openblas64_*.so")))
+        _state["blas"] = found[0] if found else None
+    return _state["blas"]
+
+
+def external_addresses(names: set[str]) -> dict[str, int]:
+    """Addresses for the externals an object needs (libm from the process, BLAS from numpy's lib)."""
+    out = {}
+    libc = ctypes.CDLL(None)
+    blas = None
+    for name in names:
+        if name in LIBRARY_FUNCTIONS:
+            from .library import addresses
+            out[name] = addresses()[name]
+        elif name in BLAS_SYMBOLS:
+            if blas is None:
+                path = blas_library()
+                if path is None:
+                    raise RuntimeError("native code needs BLAS, but numpy's bundled OpenBLAS was not found; "
+                                     "the reference kernels will be used instead")
+                blas = ctypes.CDLL(path)
+            out[name] = ctypes.cast(getattr(blas, BLAS_SYMBOLS[name]), ctypes.c_void_p).value
+        else:  # libm and libc, from the process
+            try:
+                out[name] = ctypes.cast(getattr(libc, name), ctypes.c_void_p).value
+            except AttributeError:
+                libm = ctypes.CDLL("libm.so.6")
+                out[name] = ctypes.cast(getattr(libm, name), ctypes.c_void_p).value
+    return out
+
+
+class NativeLibrary:
+    """Object code linked into the process; `address(name)` gives an exported function's address.
+    Keep the library alive while any of its code may run."""
+    _count = 0
+
+    def __init__(self, obj: bytes, exports: list[str], externals: set[str]):
+        llvm = binding()
+        imports = external_addresses(externals)  # before LLVM_LOCK: the kernel library may link itself here
+        with LLVM_LOCK:
+            if "lljit" not in _state:
+                _state["lljit"] = llvm.create_lljit_compiler()
+            builder = llvm.JITLibraryBuilder().add_object_img(obj)
+            for name, addr in imports.items():
+                builder.import_symbol(name, addr)
+            for name in exports:
+                builder.export_symbol(name)
+            NativeLibrary._count += 1
+            self._tracker = builder.link(_state["lljit"], f"tscript_native_{NativeLibrary._count}")
+            self._addresses = {name: self._tracker[name] for name in exports}
+
+    def address(self, name: str) -> int:
+        return self._addresses[name]

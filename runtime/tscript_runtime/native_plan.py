@@ -1,0 +1,198 @@
+"""The native plan: the compiler's code-generation decisions for one graph, as data. tscript.codegen
+writes it (`<entry>.plan.json` in a saved model); the emitter (native/) realizes it.
+
+    {"format": "tscript-native-plan", "version": 1,
+     "kernels": {"k0": {"template": "pointwise", "tile": 16, "split_min": 65536},
+                 "k1": {"template": "row", "split_min": 65536}},
+     "entry": [{"node": 3, "template": "kernel"},
+               {"node": 5, "template": "gemm", "small_m": 64, "split_min": 131072},
+               {"node": 7, "template": "conv2d", "small_m": 64},
+               {"node": 9, "template": "max_pool2d"}]}
+
+- kernels: one per fusion group the graph names (`tscript::FusionGroup` -> template "pointwise",
+  `tscript::RowGroup` -> "row"; the group node's `kernel` attribute is the key). `tile`: the side of
+  the tiles transposed inputs are read in (0: no tiled walk); `split_min`: elements from which a
+  launch runs as two halves on two threads. Groups without a kernel are interpreted.
+- entry: the whole-graph entry's steps, one per top-level node that computes a tensor, in graph
+  order (`node` indexes the top-level nodes); every other top-level node must be one the entry
+  evaluates while planning a call (views, shape reads, scalar arithmetic, constants, attributes,
+  tuples of outputs). `small_m`: the most rows (GEMM) or output channels (convolution) the kernel
+  library's GEMM takes, BLAS the rest; `split_min`: multiply-adds from which a library GEMM computes
+  its column halves on two threads. null: no entry (the executor runs the graph).
+
+`NativePlan.from_json(data, graph)` refuses with a ModelError anything that is not exactly this:
+unknown or missing fields, numbers out of range, kernels for nodes that are not groups, subgraphs a
+template cannot emit (kernel_specs.py), steps that do not match their nodes. A plan holds no
+address, size or stride: the runtime computes those from the input shapes of each call, so no plan
+can make the emitted code touch memory outside its buffers.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from .errors import ModelError
+from .graph_entry import GROUPS, EntryLayout, NotLowerable
+from .kernel_specs import KernelSpec, kernel_spec
+from .typed_graph import Graph
+
+FORMAT, VERSION = "tscript-native-plan", 1
+MAX_KERNELS = 10_000
+SMALL_M = 64  # the kernel library's GEMMs are register-blocked for at most this many rows
+_ANY = (0, 1 << 62)
+# template -> the group kind it emits, and its fields: name -> allowed values (a tuple of choices, or
+# a (low, high) range as a list)
+KERNEL_TEMPLATES = {
+    "pointwise": ("tscript::FusionGroup", {"tile": (0, 4, 8, 16), "split_min": list(_ANY)}),
+    "row": ("tscript::RowGroup", {"split_min": list(_ANY)}),
+}
+STEP_FIELDS = {
+    "kernel": {}, "gemm": {"small_m": [0, SMALL_M], "split_min": list(_ANY)}, "conv2d": {"small_m": [0, SMALL_M]},
+    "max_pool2d": {},
+}
+
+
+@dataclass(frozen=True)
+class KernelPlan:
+    """One kernel: its template, schedule (`tile`, `split_min`) and the spec read off its subgraph."""
+    name: str
+    template: str
+    tile: int
+    split_min: int
+    spec: KernelSpec
+    node: object  # the group node (typed_graph.Node)
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """One step of the whole-graph entry: the top-level node it runs and its template's fields."""
+    node: int
+    template: str
+    small_m: int = 0
+    split_min: int = 0
+
+
+@dataclass
+class NativePlan:
+    """A checked native plan; `layout` is the whole-graph entry's layout (None: no entry)."""
+    kernels: dict
+    entry: list | None
+    layout: EntryLayout | None = None
+
+    @classmethod
+    def from_json(cls, data, graph: Graph, doc: dict) -> "NativePlan":
+        """The plan `data` of `graph` (typed; `doc` is its document), checked against it."""
+        if not isinstance(data, dict) or set(data) != {"format", "version", "kernels", "entry"} or \
+                data["format"] != FORMAT:
+            raise ModelError("not a native plan (expected the fields format, version, kernels, entry)")
+        if data["version"] != VERSION:
+            raise ModelError(f"unsupported native plan version {data['version']!r} (this runtime reads {VERSION})")
+        kernels = _kernels(data["kernels"], graph)
+        plan = cls(kernels, None if data["entry"] is None else _steps(data["entry"], graph))
+        if plan.entry is not None:
+            specs = {name: k.spec for name, k in kernels.items()}
+            try:
+                plan.layout = EntryLayout.build(doc, plan.entry, specs)
+            except NotLowerable as e:
+                raise ModelError(f"the native plan's entry cannot run this graph: {e}") from None
+        return plan
+
+    def to_json(self) -> dict:
+        """The plan as a JSON document (what `from_json` reads)."""
+        kernels = {name: {"template": k.template, **({"tile": k.tile} if k.template == "pointwise" else {}),
+                          "split_min": k.split_min} for name, k in self.kernels.items()}
+        entry = None if self.entry is None else [
+            {"node": s.node, "template": s.template, **{f: getattr(s, f) for f in STEP_FIELDS[s.template]}}
+            for s in self.entry]
+        return {"format": FORMAT, "version": VERSION, "kernels": kernels, "entry": entry}
+
+    def fingerprint(self) -> str:
+        """Canonical text of the plan (part of the object cache key)."""
+        return json.dumps(self.to_json(), sort_keys=True)
+
+
+def _fields(data: dict, template: str, fields: dict, where: str, keys: tuple = ("template",)) -> dict:
+    """The template's fields of `data` (which has exactly those and `keys`), each checked against its
+    allowed values."""
+    if set(data) != {*keys, *fields}:
+        raise ModelError(f"{where}: template '{template}' takes the fields {sorted(fields)}, got "
+                         f"{sorted(k for k in data if k not in ('template', 'node'))}")
+    out = {}
+    for name, allowed in fields.items():
+        value = data[name]
+        ok = type(value) is int and (value in allowed if isinstance(allowed, tuple)
+                                     else allowed[0] <= value <= allowed[1])
+        if not ok:
+            raise ModelError(f"{where}: field '{name}' must be {_describe(allowed)}, got {value!r}")
+        out[name] = value
+    return out
+
+
+def _describe(allowed) -> str:
+    return f"one of {list(allowed)}" if isinstance(allowed, tuple) else f"an int in {allowed[0]}..{allowed[1]}"
+
+
+def _kernels(data, graph: Graph) -> dict:
+    if not isinstance(data, dict) or len(data) > MAX_KERNELS:
+        raise ModelError(f"native plan: 'kernels' must map at most {MAX_KERNELS} kernel names to kernels")
+    groups = _group_nodes(graph)
+    unknown = sorted(set(data) - set(groups))
+    if unknown:
+        raise ModelError(f"native plan: kernel {unknown[0]!r} is not named by any fusion group of the graph")
+    kernels = {}
+    for name, entry in data.items():
+        where = f"native plan: kernel {name!r}"
+        template = entry.get("template") if isinstance(entry, dict) else None
+        if template not in KERNEL_TEMPLATES:
+            raise ModelError(f"{where}: template must be one of {sorted(KERNEL_TEMPLATES)}, got {template!r}")
+        kind, fields = KERNEL_TEMPLATES[template]
+        node = groups[name]
+        if node.kind != kind:
+            raise ModelError(f"{where}: template '{template}' emits {kind} nodes, the graph's node is {node.kind}")
+        values = _fields(entry, template, fields, where)
+        sub = node.attrs.get("subgraph")
+        if not hasattr(sub, "nodes") or len(node.inputs) != len(sub.inputs) or len(node.outputs) != len(sub.outputs):
+            raise ModelError(f"{where}: its {node.kind} node does not match its subgraph's inputs and outputs")
+        try:
+            spec = kernel_spec(template, sub)
+        except ModelError as e:
+            raise ModelError(f"{where}: {e}") from None
+        kernels[name] = KernelPlan(name, template, values.get("tile", 0), values["split_min"], spec, node)
+    missing = sorted(set(groups) - set(kernels))
+    if missing:
+        raise ModelError(f"native plan: the graph runs kernel {missing[0]!r}, which the plan does not describe")
+    return kernels
+
+
+def _group_nodes(graph: Graph) -> dict:
+    """kernel name -> the group node naming it (in nested blocks too); a name used twice is refused."""
+    found: dict = {}
+    stack = list(graph.nodes)
+    while stack:
+        node = stack.pop()
+        stack.extend(n for b in node.blocks for n in b.nodes)
+        name = node.attrs.get("kernel")
+        if node.kind not in GROUPS or name is None:
+            continue
+        if not isinstance(name, str) or name in found:
+            raise ModelError(f"native plan: kernel name {name!r} is not a string naming one group")
+        found[name] = node
+    return found
+
+
+def _steps(data, graph: Graph) -> list:
+    if not isinstance(data, list) or len(data) > len(graph.nodes):
+        raise ModelError("native plan: 'entry' must be null or a list of at most one step per node")
+    steps, last = [], -1
+    for i, entry in enumerate(data):
+        where = f"native plan: entry step {i}"
+        template = entry.get("template") if isinstance(entry, dict) else None
+        if template not in STEP_FIELDS:
+            raise ModelError(f"{where}: template must be one of {sorted(STEP_FIELDS)}, got {template!r}")
+        node = entry.get("node")
+        if type(node) is not int or not last < node < len(graph.nodes):
+            raise ModelError(f"{where}: 'node' must index a top-level node after the previous step's, got {node!r}")
+        steps.append(StepPlan(node, template, **_fields(entry, template, STEP_FIELDS[template], where,
+                                                        ("template", "node"))))
+        last = node
+    return steps

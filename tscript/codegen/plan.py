@@ -1,0 +1,73 @@
+"""Code-generation decisions: for an optimized, fused graph, which kernel template and schedule each
+fusion group gets and which steps the whole-graph entry runs, written as a native plan (the format
+and its checks: tscript_runtime/native_plan.py). The runtime's emitter turns graph + plan into code;
+nothing here builds LLVM IR.
+"""
+from __future__ import annotations
+
+from tscript_runtime.errors import ModelError
+from tscript_runtime.graph_entry import STEP_KINDS
+from tscript_runtime.native_plan import FORMAT, SMALL_M, VERSION, NativePlan
+from tscript_runtime.typed_graph import typed_graph
+
+from ..ir.graph import Graph, Node
+from ..ir.graph_json import graph_to_json
+from ..ir.passes.fuse import GROUP, ROW_GROUP
+from ..ir.types import TensorType
+
+VECTOR_BYTES = 64     # a tile's side is one 512-bit vector of the kernel's widest dtype...
+MAX_TILE = 16         # ... and at most this (narrower dtypes: more shuffles to compile, no faster)
+KERNEL_SPLIT_MIN = 1 << 16  # elements: below this, handing half a kernel to the other core costs more than it saves
+GEMM_SPLIT_MIN = 1 << 17    # multiply-adds: a library GEMM this big computes its two column halves at once
+TEMPLATE_OF_KIND = {kind: template for template, kinds in STEP_KINDS.items() for kind in kinds}
+
+
+def plan_native(graph: Graph) -> dict:
+    """The native plan of `graph` (a JSON document); names each fusion group's kernel in its
+    `kernel` attribute. The entry is planned when every top-level node computing a tensor has a
+    step template and the runtime accepts the steps (else the executor runs the graph)."""
+    kernels = {}
+    for node in graph.all_nodes():
+        if node.kind in (GROUP, ROW_GROUP):
+            node.attrs["kernel"] = name = f"k{len(kernels)}"
+            kernels[name] = _kernel(node)
+    plan = {"format": FORMAT, "version": VERSION, "kernels": kernels, "entry": _steps(graph)}
+    if plan["entry"] is not None and not _accepted(graph, plan):
+        plan["entry"] = None
+    return plan
+
+
+def _kernel(node: Node) -> dict:
+    if node.kind == ROW_GROUP:
+        return {"template": "row", "split_min": KERNEL_SPLIT_MIN}
+    sub = node.attrs["subgraph"]
+    widest = max(v.type.dtype.itemsize for v in [*sub.inputs, *sub.outputs]
+                 if isinstance(v.type, TensorType) and v.type.dtype is not None)
+    return {"template": "pointwise", "tile": min(MAX_TILE, VECTOR_BYTES // widest), "split_min": KERNEL_SPLIT_MIN}
+
+
+def _steps(graph: Graph) -> list | None:
+    """One step per top-level node that has a step template (the rest must be nodes the entry
+    evaluates while planning a call; the runtime checks)."""
+    steps = []
+    for index, node in enumerate(graph.nodes):
+        template = TEMPLATE_OF_KIND.get(node.kind)
+        if node.kind in (GROUP, ROW_GROUP) and "kernel" not in node.attrs or node.blocks:
+            return None
+        if template == "gemm":
+            steps.append({"node": index, "template": template, "small_m": SMALL_M, "split_min": GEMM_SPLIT_MIN})
+        elif template == "conv2d":
+            steps.append({"node": index, "template": template, "small_m": SMALL_M})
+        elif template is not None:
+            steps.append({"node": index, "template": template})
+    return steps
+
+
+def _accepted(graph: Graph, plan: dict) -> bool:
+    """Does the runtime take this plan's entry (every node lowers, every output is computed)?"""
+    doc = graph_to_json(graph)
+    try:
+        NativePlan.from_json(plan, typed_graph(doc), doc)
+    except ModelError:
+        return False
+    return True
