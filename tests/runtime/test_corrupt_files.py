@@ -102,7 +102,7 @@ def test_missing_member(path):
 
 @pytest.mark.parametrize("change,match", [
     ({"format": "tscript.save"}, "not a tscript-model archive \\(format 'tscript.save'\\)"),
-    ({"version": 2}, "unsupported tscript-model format version 2 \\(this reader supports 1\\)"),
+    ({"version": 3}, "unsupported tscript-model format version 3 \\(this reader supports 1, 2\\)"),
     ({"version": 0}, "unsupported tscript-model format version 0"),
 ])
 def test_unknown_format_or_version(path, change, match):
@@ -262,14 +262,15 @@ def test_more_entry_points_need_no_format_change(path):
     np.testing.assert_array_equal(model.run_method("twice", x), model.run(x))
 
 
-def test_native_code_members_are_checked(path):
-    native = {"target_triple": "x86_64-unknown-linux-gnu", "cpu": "x86-64", "cpu_features": "+avx2",
-              "llvm_ir": "forward.ll", "object": None, "kernels": []}
-    rewrite(path, lambda m: m["entry_points"]["forward"].update(native=native))
-    refused(path, "member 'forward.ll' is not listed in the manifest")
-    rewrite(path, lambda m: m["entry_points"]["forward"].update(native=native),
-            members={"forward.ll": b"; ModuleID = 'forward'\n"})
-    assert rt.load(path).entry_points["forward"].native.ll == "; ModuleID = 'forward'\n"
+def test_the_plan_member_is_checked(path):
+    rewrite(path, lambda m: m["entry_points"]["forward"].update(plan="forward.plan.json"))
+    refused(path, "member 'forward.plan.json' is not listed in the manifest")
+    rewrite(path, lambda m: m["entry_points"]["forward"].update(plan="forward.plan.json"),
+            members={"forward.plan.json": b"; ModuleID = 'forward'\n"})
+    refused(path, "member 'forward.plan.json' is not valid JSON")
+    rewrite(path, lambda m: m["entry_points"]["forward"].update(plan="forward.plan.json"),
+            members={"forward.plan.json": b'{"format": "tscript-native-plan"}'})
+    refused(path, "not a native plan")
 
 
 # -- any field of any type --------------------------------------------------------------------------

@@ -1,34 +1,27 @@
-"""Compiled models saved with native code (`tscript.jit.save` of a CompiledModel) and run by the
-standalone runtime: outputs equal to eager, the stored object code used on this host and the IR
-recompiled on another CPU, forbidden externals refused, the reference kernels as a fallback,
-several threads at once, and what `tsrt` shows."""
+"""Compiled models saved with their native plan (`tscript.jit.save` of a CompiledModel) and run by
+the standalone runtime, which emits the code itself: what the file holds, outputs equal to eager,
+the object cache, the reference kernels as a fallback, several threads at once, the runtime alone in
+a process without tscript, and what `tsrt` shows. Hostile files: test_hostile_files.py."""
 import json
 import shutil
 import subprocess
 import sys
 import threading
 import time
-import warnings
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import tscript as ts
 import tscript_runtime as rt
 from tscript import nn
 from tscript.ir.passes.fuse import GROUP, ROW_GROUP
-from tscript_runtime import ModelError, native
-from tscript_runtime.archive import read_archive, write_archive
 from tscript_runtime.cli import main as tsrt
-from tscript_runtime.model import FORMAT, VERSION
+from tscript_runtime.native import emit, target
 
 from tests.conftest import assert_close
-
-LOADERS = [rt.load, ts.jit.load]
 
 
 def mlp():
@@ -54,7 +47,7 @@ def eager(fn, *arrays):
 
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
-    """Two compiled models saved with native code: the MLP (batch dim dynamic) and the function."""
+    """Two compiled models saved with their native plans: the MLP (batch dim dynamic) and the function."""
     tmp = tmp_path_factory.mktemp("native")
     module = mlp()
     compiled = ts.jit.compile(module, ts.randn(4, 16), dynamic={0: [0]})
@@ -68,47 +61,26 @@ def native_kinds(graph) -> list:
     return [n.kind for n in graph.all_nodes() if n.kind in (GROUP, ROW_GROUP) and "kernel" in n.attrs]
 
 
-def copy_with(src: Path, dst: Path, edit=None, members=None) -> Path:
-    """A copy of the saved model with `edit(native manifest entry)` applied and members replaced,
-    checksums recomputed (the file stays a valid archive)."""
-    archive = read_archive(src, FORMAT, {VERSION})
-    manifest = {k: v for k, v in archive.manifest.items() if k not in ("format", "version", "members")}
-    if edit:
-        edit(manifest["entry_points"]["forward"]["native"])
-    write_archive(dst, FORMAT, VERSION, manifest, {**archive.members, **(members or {})})
-    return dst
-
-
-def other_cpu(native_entry: dict) -> None:
-    """Claim the object code was built for a CPU without AVX-512."""
-    native_entry["cpu"] = "skylake"
-    native_entry["cpu_features"] = native_entry["cpu_features"].replace("+avx512f", "-avx512f")
-
-
 # -- saving -----------------------------------------------------------------------------------------
 
-def test_the_manifest_describes_target_and_kernels(saved):
+def test_the_file_holds_the_plan_and_no_code(saved):
     tmp, _, compiled, _ = saved
     with zipfile.ZipFile(tmp / "mlp.tsm") as zf:
         manifest = json.loads(zf.read("manifest.json"))
-        ll, obj = zf.read("forward.ll").decode(), zf.read("forward.o")
+        plan = json.loads(zf.read("forward.plan.json"))
+        names = zf.namelist()
+    assert manifest["version"] == 2
+    assert not [n for n in names if n.endswith((".ll", ".o", ".so", ".bc"))]
     entry = manifest["entry_points"]["forward"]
-    host = native.host()
-    assert {k: entry["native"][k] for k in ("target_triple", "cpu", "cpu_features", "llvm_ir", "object")} == {
-        "target_triple": host["triple"], "cpu": host["cpu"], "cpu_features": host["features"],
-        "llvm_ir": "forward.ll", "object": "forward.o"}
-    assert ll == compiled.llvm_ir and obj[:4] == b"\x7fELF"
-    assert entry["native"]["dynamic"] == [[0, [0]]]
-    kernels = entry["native"]["kernels"]
-    assert [k["name"] for k in kernels] == list(compiled.native.specs) and len(kernels) == 2
-    assert kernels[0] == {"name": "k_fusion_0", "rank": 2, "inputs": ["tensor"] * 3,
-                          "input_dtypes": ["float32"] * 3, "output_dtypes": ["float32"], "out_row": False,
-                          "row": True}
+    assert entry["plan"] == "forward.plan.json" and entry["dynamic"] == [[0, [0]]]
+    assert plan == compiled.plan
+    assert plan["kernels"] == {"k0": {"template": "row", "split_min": 65536}, "k1": {"template": "row", "split_min": 65536}}
+    assert [s["template"] for s in plan["entry"]] == ["gemm", "kernel", "gemm", "kernel"]
     assert entry["inputs"] == [{"name": "input", "type": "tensor", "dtype": "float32", "shape": ["batch", 16]}]
     assert entry["outputs"] == [{"type": "tensor", "dtype": "float32", "shape": ["batch", 10]}]
     graph = json.loads(zipfile.ZipFile(tmp / "mlp.tsm").read("forward.graph.json"))
     groups = [n for n in graph["nodes"] if n["kind"] in (GROUP, ROW_GROUP)]
-    assert [n["attrs"]["kernel"] for n in groups] == ["k_fusion_0", "k_fusion_1"]
+    assert [n["attrs"]["kernel"] for n in groups] == ["k0", "k1"]
     assert all(set(n["attrs"]["subgraph"]) == {"graph"} for n in groups)
     assert sorted(manifest["params"]) == sorted(k for k, _ in mlp().state_dict().items())
 
@@ -151,7 +123,8 @@ def test_training_models_save_forward_and_backward(tmp_path):
 def test_mlp_runs_natively_and_matches_eager(saved, batch):
     tmp, module, _, _ = saved
     model = rt.load(tmp / "mlp.tsm")
-    assert model.native["forward"].mode == "object" and len(model.native["forward"].launchers) == 2
+    executable = model.executables["forward"]
+    assert executable.mode == "native" and len(executable.launchers) == 2 and executable.entry is not None
     x = rows(batch, batch, 16)
     assert_close(model.run(x), eager(module, x), rtol=1e-5, atol=1e-6)
 
@@ -179,7 +152,7 @@ def test_tscript_load_gives_a_compiled_model(saved):
     tmp, module, compiled, fn = saved
     loaded = ts.jit.load(tmp / "mlp.tsm")
     assert isinstance(loaded, ts.jit.CompiledModel) and loaded.dynamic == {0: [0]}
-    assert loaded.llvm_ir == compiled.llvm_ir and native_kinds(loaded.graph) == native_kinds(compiled.graph)
+    assert loaded.plan == compiled.plan and native_kinds(loaded.graph) == native_kinds(compiled.graph)
     x = rows(5, 6, 16)
     assert_close(loaded(ts.tensor(x)), eager(module, x))
     loaded_fn = ts.jit.load(tmp / "fn.tsm")
@@ -226,135 +199,35 @@ def test_runs_from_several_threads_at_once(saved):
     assert failures == []
 
 
-# -- another CPU, forbidden externals, fallback -----------------------------------------------------
+# -- the object cache and the fallback ----------------------------------------------------------------
 
-def test_object_code_for_another_cpu_is_rebuilt_from_the_ir(saved, tmp_path, monkeypatch):
+def test_loading_emits_the_code_once_then_takes_it_from_the_cache(saved, tmp_path, monkeypatch):
     tmp, module, _, _ = saved
     monkeypatch.setenv("TSCRIPT_CACHE_DIR", str(tmp_path / "cache"))
-    # Not an object file at all: if the loader used it, the run could not succeed.
-    path = copy_with(tmp / "mlp.tsm", tmp_path / "other.tsm", other_cpu, {"forward.o": b"not object code"})
-    model = rt.load(path)
-    state = model.native["forward"]
-    assert state.mode == "recompiled" and len(state.launchers) == 2
-    assert len(list((tmp_path / "cache").iterdir())) == 1  # compiled for this CPU, and cached
+    rt.load(tmp / "mlp.tsm")
+    entries = list((tmp_path / "cache").iterdir())
+    assert len(entries) >= 1
+    monkeypatch.setattr(target, "optimize_and_emit", lambda ll: pytest.fail("emitted although cached"))
+    model = rt.load(tmp / "mlp.tsm")
     x = rows(1, 5, 16)
     assert_close(model.run(x), eager(module, x))
-
-
-def test_object_code_for_this_host_is_used_as_is(saved, tmp_path, monkeypatch):
-    monkeypatch.setenv("TSCRIPT_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(native, "compile_cached", lambda ll: pytest.fail("compiled although the object fits"))
-    assert rt.load(saved[0] / "mlp.tsm").native["forward"].mode == "object"
-    assert not (tmp_path / "cache").exists()
-
-
-SYSTEM_CALLER = """
-declare i32 @system(i8*)
-define i32 @k_fusion_0(i8* %cmd) {
-  %r = call i32 @system(i8* %cmd)
-  ret i32 %r
-}
-"""
-
-
-def test_ir_declaring_a_forbidden_function_is_refused(saved, tmp_path):
-    src = saved[0] / "fn.tsm"
-    text = zipfile.ZipFile(src).read("forward.ll").decode() + "\ndeclare i32 @system(i8*)\n"
-    path = copy_with(src, tmp_path / "evil.tsm", members={"forward.ll": text.encode()})
-    for load in LOADERS:
-        with pytest.raises(ModelError, match=r"evil.tsm: member 'forward.ll' declares external function\(s\) not "
-                                             r"on the allow-list: system"):
-            load(path)
-
-
-def test_object_code_calling_a_forbidden_function_is_refused(saved, tmp_path):
-    obj = native.optimize_and_emit(SYSTEM_CALLER)
-    path = copy_with(saved[0] / "fn.tsm", tmp_path / "evil.tsm", members={"forward.o": obj})
-    for load in LOADERS:
-        with pytest.raises(ModelError, match=r"evil.tsm: member 'forward.o' references external function\(s\) not "
-                                             r"on the allow-list: system"):
-            load(path)
-
-
-def test_malformed_object_code_is_refused(saved, tmp_path):
-    path = copy_with(saved[0] / "fn.tsm", tmp_path / "bad.tsm", members={"forward.o": b"\x7fELF\x02\x01" + b"\0" * 20})
-    with pytest.raises(ModelError, match="member 'forward.o': not a valid ELF object file"):
-        rt.load(path)
-
-
-def test_ir_that_does_not_compile_falls_back_to_the_reference_kernels(saved, tmp_path, monkeypatch):
-    tmp, module, _, _ = saved
-    monkeypatch.setenv("TSCRIPT_CACHE_DIR", str(tmp_path / "cache"))
-    path = copy_with(tmp / "mlp.tsm", tmp_path / "broken.tsm", other_cpu, {"forward.ll": b"define void @k_fusion_0("})
-    with pytest.warns(RuntimeWarning, match=r"broken.tsm: entry point 'forward': native code cannot be used here "
-                                            r"\(RuntimeError: .*\); its fusion groups run on the reference kernels"):
-        model = rt.load(path)
-    assert model.native["forward"].mode == "reference" and model.native["forward"].launchers == {}
-    x = rows(1, 5, 16)
-    assert_close(model.run(x), eager(module, x))
+    assert sorted((tmp_path / "cache").iterdir()) == sorted(entries)
 
 
 def test_a_failing_link_falls_back_to_the_reference_kernels(saved, monkeypatch):
     def no_blas(*args):
-        raise ModelError("native code needs BLAS, but numpy's bundled OpenBLAS was not found")
-    monkeypatch.setattr(native, "NativeLibrary", no_blas)
-    with pytest.warns(RuntimeWarning, match="OpenBLAS was not found"):
+        raise RuntimeError("native code needs BLAS, but numpy's bundled OpenBLAS was not found")
+    monkeypatch.setattr(emit, "NativeLibrary", no_blas)
+    with pytest.warns(RuntimeWarning, match=r"fn.tsm: entry point 'forward': native code cannot be used here "
+                                            r"\(RuntimeError: .*OpenBLAS was not found\); its fusion groups run on the "
+                                            r"reference kernels"):
         model = rt.load(saved[0] / "fn.tsm")
+    assert model.executables["forward"].mode == "reference" and model.executables["forward"].launchers == {}
     x, y = rows(2, 8, 64), rows(3, 64)
     a, mask = model.run(x, y)
     want_a, want_mask = eager(elementwise, x, y)
     assert_close(a, want_a)
     np.testing.assert_array_equal(mask, want_mask)
-
-
-def test_kernels_missing_for_a_fusion_group_are_refused(saved, tmp_path):
-    path = copy_with(saved[0] / "fn.tsm", tmp_path / "bad.tsm", lambda n: n["kernels"].clear())
-    for load in LOADERS:
-        with pytest.raises(ModelError, match="the graph runs kernel 'k_fusion_0', which the file does not describe"):
-            load(path)
-
-
-def test_a_kernel_of_the_wrong_arity_is_refused(saved, tmp_path):
-    def drop_input(n):
-        k = n["kernels"][0]
-        k["inputs"], k["input_dtypes"] = k["inputs"][:1], k["input_dtypes"][:1]
-    path = copy_with(saved[0] / "fn.tsm", tmp_path / "bad.tsm", drop_input)
-    with pytest.raises(ModelError, match="kernel 'k_fusion_0' takes 1 inputs and returns 1 values, but its "
-                                         "tscript::FusionGroup node has 2 and 1"):
-        rt.load(path)
-
-
-def _paths(obj, prefix=()):
-    if prefix:
-        yield prefix
-    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
-    for k, v in items:
-        yield from _paths(v, prefix + (k,))
-
-
-ODD_VALUES = [None, 0, -1, 7, 1.5, "", "x", "k_fusion_0", [], {}, [1], ["tensor"], {"a": 1}, True, "float32"]
-
-
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.data())
-def test_any_native_field_of_any_type_is_a_model_error_or_loads(saved, tmp_path, data):
-    with zipfile.ZipFile(saved[0] / "fn.tsm") as zf:
-        entry = json.loads(zf.read("manifest.json"))["entry_points"]["forward"]["native"]
-    where = data.draw(st.sampled_from(list(_paths(entry))), label="field")
-    value = data.draw(st.sampled_from(ODD_VALUES), label="value")
-
-    def edit(n):
-        doc = n
-        for key in where[:-1]:
-            doc = doc[key]
-        doc[where[-1]] = value
-    path = copy_with(saved[0] / "fn.tsm", tmp_path / "odd.tsm", edit)
-    with warnings.catch_warnings():  # a renamed kernel is simply not found when linking: a fallback warning
-        warnings.simplefilter("ignore", RuntimeWarning)
-        try:
-            rt.load(path)
-        except ModelError:
-            pass
 
 
 # -- the standalone runtime in a process without tscript ------------------------------------------
@@ -397,7 +270,7 @@ np.testing.assert_allclose(model.run(expected["x"]), expected["y"], rtol=1e-5, a
 a, mask = fn.run(expected["u"], expected["v"])
 np.testing.assert_allclose(a, expected["a"], rtol=1e-5, atol=1e-6)
 np.testing.assert_array_equal(mask, expected["mask"])
-print("mode:", model.native["forward"].mode, fn.native["forward"].mode)
+print("mode:", model.executables["forward"].mode, fn.executables["forward"].mode)
 '''
 
 
@@ -424,7 +297,7 @@ def run_standalone(site: Path, tmp: Path, blocked: tuple):
 def test_standalone_runtime_runs_the_native_code(standalone):
     done = run_standalone(*standalone, ("tscript", "lark"))
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["mode: object object"]
+    assert done.stdout.splitlines() == ["mode: native native"]
 
 
 def test_standalone_runtime_without_llvmlite_uses_the_reference_kernels(standalone):
@@ -438,27 +311,15 @@ def test_standalone_runtime_without_llvmlite_uses_the_reference_kernels(standalo
 
 # -- tsrt -------------------------------------------------------------------------------------------
 
-def test_tsrt_info_shows_the_native_target_and_kernels(saved, capsys):
+def test_tsrt_info_shows_the_native_code(saved, capsys):
     assert tsrt(["info", str(saved[0] / "mlp.tsm")]) == 0
     out = capsys.readouterr().out
-    host = native.host()
-    features = host["features"].count("+")
-    assert out.splitlines()[-2:] == ["native code:", f"  forward: 2 kernels for {host['triple']}, CPU {host['cpu']} "
-                                     f"({features} features); running the stored object code; "
+    assert out.splitlines()[-2:] == ["native code:", f"  forward: 2 kernels emitted for this CPU ({target.host()['cpu']}); "
                                      f"whole graph in one native call"]
-
-
-def test_tsrt_info_shows_a_rebuild_for_this_cpu(saved, tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("TSCRIPT_CACHE_DIR", str(tmp_path / "cache"))
-    path = copy_with(saved[0] / "fn.tsm", tmp_path / "other.tsm", other_cpu)
-    assert tsrt(["info", str(path)]) == 0
-    features = native.host()["features"].replace("+avx512f", "-avx512f").count("+")
-    assert capsys.readouterr().out.splitlines()[-1].endswith(
-        f"CPU skylake ({features} features); recompiled from the LLVM IR for this CPU ({native.host()['cpu']})")
 
 
 def test_tsrt_bench_reports_latency_and_native_code(saved, capsys):
     assert tsrt(["bench", str(saved[0] / "mlp.tsm"), "--runs", "5"]) == 0
     first, second = capsys.readouterr().out.splitlines()
     assert "mlp.tsm forward: 5 runs, median " in first
-    assert second.startswith("native code: 2 kernels for ") and second.endswith("running the stored object code; whole graph in one native call")
+    assert second == f"native code: 2 kernels emitted for this CPU ({target.host()['cpu']}); whole graph in one native call"

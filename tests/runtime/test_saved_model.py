@@ -206,7 +206,7 @@ def test_manifest_describes_everything(mlp):
         names = set(zf.namelist())
         manifest = json.loads(zf.read("manifest.json"))
         contents = {n: zf.read(n) for n in names}
-    assert manifest["format"] == "tscript-model" and manifest["version"] == 1
+    assert manifest["format"] == "tscript-model" and manifest["version"] == 2
     assert manifest["producer"] == f"tscript {ts.__version__}"
     assert manifest["kind"] == "module" and manifest["name"] == "MLP"
     assert names == {"manifest.json", "forward.ir", "forward.graph.json", "params/fc1.weight.npy",
@@ -221,7 +221,7 @@ def test_manifest_describes_everything(mlp):
                                   "example_shape": [3, 4]}]
     assert forward["outputs"] == [{"type": "tensor", "dtype": "float32", "shape": ["batch", 3],
                                    "example_shape": [3, 3]}]
-    assert forward["self"] is True and forward["native"] is None
+    assert forward["self"] is True and forward["plan"] is None
     assert contents["forward.ir"].decode().startswith("graph(%self : __module__.MLP")
     assert json.loads(contents["forward.graph.json"])["format"] == "tscript-graph"
     for name in names:
@@ -275,8 +275,8 @@ def test_writing_params_in_place_changes_the_next_run(mlp):
 
 def test_programs_are_built_at_load(mlp, monkeypatch):
     built = []
-    real = rt_model.Program
-    monkeypatch.setattr(rt_model, "Program", lambda *a: built.append(1) or real(*a))
+    real = rt_model.Executable
+    monkeypatch.setattr(rt_model, "Executable", lambda *a, **k: built.append(1) or real(*a, **k))
     model = rt.load(mlp[1])
     assert built == [1]
     model.run(data(2, 4))

@@ -45,7 +45,7 @@ def test_info(files):
     assert done.returncode == 0 and done.stderr == ""
     lines = done.stdout.splitlines()
     size = (tmp / "m.tsm").stat().st_size
-    assert lines[0] == (f"m.tsm: module TwoHeads, {size / 1024:.1f} KiB, format tscript-model v1, "
+    assert lines[0] == (f"m.tsm: module TwoHeads, {size / 1024:.1f} KiB, format tscript-model v2, "
                         f"produced by tscript {ts.__version__}")
     assert lines[1:] == ["entry points:",
                          "  forward(x: float32[batch, 4]) -> (float32[batch], Dict[str, float32[batch, 3]])",
@@ -53,7 +53,7 @@ def test_info(files):
                          "  fc.weight  float32 [3, 4]",
                          "  fc.bias    float32 [3]",
                          "native code:",
-                         "  none (runs on the reference kernels)"]
+                         "  forward: no native code: the executor runs the graph on the reference kernels"]
 
 
 def test_run_prints_a_summary_and_writes_npz(files):
