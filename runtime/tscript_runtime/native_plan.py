@@ -143,7 +143,7 @@ def _kernels(data, graph: Graph) -> dict:
     for name, entry in data.items():
         where = f"native plan: kernel {name!r}"
         template = entry.get("template") if isinstance(entry, dict) else None
-        if template not in KERNEL_TEMPLATES:
+        if not isinstance(template, str) or template not in KERNEL_TEMPLATES:
             raise ModelError(f"{where}: template must be one of {sorted(KERNEL_TEMPLATES)}, got {template!r}")
         kind, fields = KERNEL_TEMPLATES[template]
         node = groups[name]
@@ -187,7 +187,7 @@ def _steps(data, graph: Graph) -> list:
     for i, entry in enumerate(data):
         where = f"native plan: entry step {i}"
         template = entry.get("template") if isinstance(entry, dict) else None
-        if template not in STEP_FIELDS:
+        if not isinstance(template, str) or template not in STEP_FIELDS:
             raise ModelError(f"{where}: template must be one of {sorted(STEP_FIELDS)}, got {template!r}")
         node = entry.get("node")
         if type(node) is not int or not last < node < len(graph.nodes):

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-import tscript
-
+from ..._api_indexing import where
 from ..._tensor import Tensor
 from ...nn import functional as F
 from ...nn.functional import activation as _activation
@@ -46,7 +45,7 @@ def embedding_forward(self, input: Tensor) -> Tensor:
                                   "in scripted code")
     out = self.weight.index_select(0, input.reshape(-1)).reshape(input.shape + [self.weight.shape[1]])
     if self.padding_idx is not None:
-        out = tscript.where((input == self.padding_idx).unsqueeze(-1), out.detach(), out)
+        out = where((input == self.padding_idx).unsqueeze(-1), out.detach(), out)
     return out
 
 
