@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import dtypes as dt
+from .arena import place
 from .native import library
 from .errors import OpError
 from .graph_json import TensorRef, decode_attr
@@ -77,7 +78,6 @@ GEMM_SLOTS = ("trans_a", "trans_b", "M", "N", "K", "lda", "ldb", "ldc", "bias_ro
 NO_TRANS, TRANS = 111, 112  # CBLAS_TRANSPOSE
 GEMM_DTYPES = {dt.float32: "cblas_sgemm", dt.float64: "cblas_dgemm"}
 FLOAT_SUFFIX = {dt.float32: "f32", dt.float64: "f64"}
-ALIGN = 64
 _TENSOR_TYPE = re.compile(r"(Tensor|Float|Double|Int|Long|Bool)(\(|\Z)")
 _TYPE_DTYPES = {"Float": dt.float32, "Double": dt.float64, "Int": dt.int32, "Long": dt.int64, "Bool": dt.bool_}
 
@@ -566,44 +566,28 @@ def _nbytes(meta) -> int:
 
 
 def _place_arena(layout: EntryLayout, env: dict, ints) -> int:
-    """Arena offsets of the computed roots not in outputs: a root's memory is reused once its last
-    reader (of it or a view of it) has run; a step's outputs never share memory with its inputs."""
+    """Arena offsets (arena.py) of the computed roots not in outputs, each alive from its step to
+    the last reader of it or of a view of it, and of each convolution's im2col scratch, alive during
+    its step; returns the arena's size."""
     last = {}
     for i, step in enumerate(layout.steps):
         for v in _step_values(step):
             last[layout.root_of[v]] = i
-    live: list = []  # (offset, size, root), sorted by offset
-    top = 0
+    buffers, slots = [], []
     for i, step in enumerate(layout.steps):
         for v in _step_outputs(step):
             root = layout.roots[v]
-            if root.base != 0:
-                continue
-            size = -(-max(_nbytes(env[v]), 1) // ALIGN) * ALIGN
-            offset = _first_fit(live, size)
-            live.append((offset, size, v))
-            live.sort(key=lambda block: block[:2])
-            top = max(top, offset + size)
-            ints[root.slot] = offset
-        if isinstance(step, WindowStep) and step.kind in CONVS:  # im2col scratch, for this step only
+            if root.base == 0:
+                buffers.append((_nbytes(env[v]), i, last.get(v, i)))
+                slots.append(root.slot)
+        if isinstance(step, WindowStep) and step.kind in CONVS:
             scratch = step.dims + CONV_SLOTS.index("scratch")
-            size = -(-max(ints[scratch], 1) // ALIGN) * ALIGN
-            offset = _first_fit(live, size)
-            live.append((offset, size, None))
-            live.sort(key=lambda block: block[:2])
-            top = max(top, offset + size)
-            ints[scratch] = offset
-        live = [block for block in live if block[2] is not None and last.get(block[2], i) > i]
+            buffers.append((ints[scratch], i, i))
+            slots.append(scratch)
+    offsets, top = place(buffers)
+    for slot, offset in zip(slots, offsets):
+        ints[slot] = offset
     return top
-
-
-def _first_fit(live: list, size: int) -> int:
-    at = 0
-    for offset, length, _ in live:
-        if offset - at >= size:
-            return at
-        at = max(at, offset + length)
-    return at
 
 
 def _step_outputs(step) -> list:

@@ -1,19 +1,18 @@
-"""Memory planning: which intermediate tensors can share one buffer, and how much memory a graph
-needs at its peak.
+"""Memory planning: where a graph's intermediate tensors go in one arena, and how much memory the
+graph needs at its peak.
 
-`plan_memory(graph)` assigns every intermediate tensor of the top-level block that owns fresh
-memory (the output of an op that is neither a view nor in place) and has a static shape to a
-buffer of an arena: a buffer is reused by a later value of the same byte size once every value
-living in it is dead (its last reader, and the last reader of every view or in-place result of
-it, has run). Graph outputs live to the end. This is the plan whole-graph native code allocates
-its arena from; the interpreter (`tscript_runtime.executor`) cannot write kernels' results into
-given buffers (the reference kernels allocate their results), so there the plan is an account:
-the executor releases each value after its last reader, and numpy's allocator hands the freed
-block to the next result of that size. `measure_peak` measures what a run really allocates.
+`plan_memory(graph)` gives every intermediate tensor of the top-level block that owns fresh memory
+(the output of an op that is neither a view nor in place) and has a static shape a lifetime (from
+its node to the last reader of it or of anything aliasing it) and places it with THE arena planner
+the whole-graph native entry uses (tscript_runtime/arena.py: first fit among the buffers alive).
+Values that reach a graph output are not in the arena (the entry writes them into the output
+arrays). The interpreter (`tscript_runtime.executor`) cannot write kernels' results into given
+buffers, so there the plan is an account: the executor releases each value after its last reader.
+`measure_peak` measures what a run really allocates.
 
-Guarantee: two values share a buffer only if their lifetimes (aliases included) do not overlap.
-Values inside nested blocks and values of unknown shape are not planned (`unplanned` counts them).
-Linear in the graph size (one walk to find last uses, one to assign).
+Guarantee: two values overlap in the arena only if their lifetimes do not. Values inside nested
+blocks and values of unknown shape are not planned (`unplanned` counts them). The graph is not
+changed.
 """
 from __future__ import annotations
 
@@ -23,6 +22,8 @@ from typing import Callable
 
 import numpy as np
 
+from tscript_runtime.arena import place
+
 from ..graph import Graph, Node, Value
 from ..types import TensorType
 from .effects import alias_groups, fresh_result
@@ -30,41 +31,42 @@ from .effects import alias_groups, fresh_result
 
 @dataclass
 class MemoryPlan:
-    """Byte sizes of the planned values, their buffers, and the peak of bytes live at once."""
+    """Byte sizes, lifetimes and arena offsets of the planned values, and the arena's size."""
     sizes: dict = field(default_factory=dict)       #: Value -> bytes
-    buffer_of: dict = field(default_factory=dict)   #: Value -> index into `buffers`
-    buffers: list = field(default_factory=list)     #: bytes of each arena buffer
-    peak_live: int = 0                              #: most bytes of planned values live at one time
+    lifetimes: dict = field(default_factory=dict)   #: Value -> (position of its node, of its last reader)
+    offsets: dict = field(default_factory=dict)     #: Value -> byte offset in the arena
+    arena: int = 0                                  #: bytes of the arena
+    peak_live: int = 0                              #: most bytes of planned values alive at one time
     unplanned: int = 0                              #: tensor results left out (unknown shape, nested)
 
     @property
     def total(self) -> int:
-        """Bytes without any reuse: every intermediate kept in its own buffer."""
+        """Bytes without any reuse: every planned value in its own buffer."""
         return sum(self.sizes.values())
-
-    @property
-    def arena(self) -> int:
-        """Bytes of the arena with buffers reused."""
-        return sum(self.buffers)
 
 
 def plan_memory(graph: Graph) -> MemoryPlan:
-    """Plan buffers for `graph`'s intermediates (module docstring); the graph is not changed."""
+    """Plan the arena of `graph`'s intermediates (module docstring)."""
     nodes = list(graph.block.nodes)
     plan = MemoryPlan()
-    for node in nodes:
-        size = _nbytes(node.output) if _fresh(node) else None
-        if size is not None:
-            plan.sizes[node.output] = size
-    plan.unplanned = sum(1 for n in graph.all_nodes() if _fresh(n) and n.output not in plan.sizes)
     group = alias_groups(graph)
-    end: dict[Value, int] = {}  # alias group -> position of its last reader
+    end: dict = {}  # alias group -> position of its last reader
     for i, node in enumerate(nodes):
         for v in _reads(node):
             end[group(v)] = i
-    for v in graph.outputs:
-        end[group(v)] = len(nodes)
-    _assign(plan, nodes, lambda v, i: max(end.get(group(v), i), i))
+    outputs = {group(v) for v in graph.outputs}
+    for i, node in enumerate(nodes):
+        size = _nbytes(node.output) if _fresh(node) else None
+        if size is not None and group(node.output) not in outputs:
+            plan.sizes[node.output] = size
+            plan.lifetimes[node.output] = (i, max(end.get(group(node.output), i), i))
+    plan.unplanned = sum(1 for n in graph.all_nodes() if _fresh(n) and n.output not in plan.sizes
+                         and group(n.output) not in outputs)
+    values = list(plan.sizes)
+    offsets, plan.arena = place([(plan.sizes[v], *plan.lifetimes[v]) for v in values])
+    plan.offsets = dict(zip(values, offsets))
+    plan.peak_live = max((sum(plan.sizes[v] for v in values if plan.lifetimes[v][0] <= i <= plan.lifetimes[v][1])
+                          for i in range(len(nodes))), default=0)
     return plan
 
 
@@ -88,32 +90,6 @@ def _reads(node: Node):
         yield from b.returns
         for n in b.nodes:
             yield from _reads(n)
-
-
-def _assign(plan: MemoryPlan, nodes: list, end: Callable[[Value, int], int]) -> None:
-    """Greedy: each new value takes a free buffer of its size, or a new one; a buffer is free again
-    after the last reader of its value and of everything aliasing it (`end(value, position)`)."""
-    free: dict[int, list[int]] = {}
-    dying: dict[int, list] = {}
-    live = 0
-    for i, node in enumerate(nodes):
-        for out in node.outputs:
-            if out not in plan.sizes:
-                continue
-            size = plan.sizes[out]
-            pool = free.get(size)
-            plan.buffer_of[out] = pool.pop() if pool else _new_buffer(plan, size)
-            live += size
-            dying.setdefault(end(out, i), []).append(out)
-        plan.peak_live = max(plan.peak_live, live)
-        for v in dying.pop(i, ()):
-            free.setdefault(plan.sizes[v], []).append(plan.buffer_of[v])
-            live -= plan.sizes[v]
-
-
-def _new_buffer(plan: MemoryPlan, size: int) -> int:
-    plan.buffers.append(size)
-    return len(plan.buffers) - 1
 
 
 def measure_peak(fn: Callable[[], object]) -> int:
