@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import tscript as ts
+import tscript_runtime
 from tscript import nn
 
 from tests.codegen.helpers import check_outputs, native_groups
@@ -81,6 +82,16 @@ def test_fixed_dims_are_checked(inference):
         cm(ts.randn(2, *shape[:-1], shape[-1] + 1))
 
 
+def test_the_saved_model_gives_the_compiled_outputs(inference, tmp_path):
+    """The runtime builds the same Executable from the file: the same outputs, to the bit."""
+    _, shape, cm = inference
+    ts.jit.save(cm, tmp_path / "m.tsm")
+    loaded = tscript_runtime.load(tmp_path / "m.tsm")
+    assert loaded.executables["forward"].plan.to_json() == cm.plan
+    x = ts.randn(3, *shape)
+    np.testing.assert_array_equal(loaded.run(x.numpy()), cm(x).numpy())
+
+
 # -- training ------------------------------------------------------------------------------------------
 
 TRAIN = {"mlp": (ZOO["mlp"][0], (10,)), "cnn (train-mode BatchNorm)": (_cnn, (3, 8, 8)),
@@ -113,6 +124,18 @@ def test_gradients_match_eager(training, batch):
     out_eager, grads_eager = _loss_and_grads(model, model, x)
     names = [name for name, _ in model.named_parameters()]
     check_outputs((out,) + grads, (out_eager,) + grads_eager, ["output"] + names, rtol=1e-4, atol=1e-5)
+
+
+def test_the_saved_training_model_gives_the_compiled_gradients(training, tmp_path):
+    model, shape, cm = training
+    ts.jit.save(cm, tmp_path / "t.tsm")
+    loaded = tscript_runtime.load(tmp_path / "t.tsm")
+    x = ts.randn(4, *shape)
+    out, grads = _loss_and_grads(cm, model, x)
+    got, got_grads = loaded.run_with_grad(x.numpy(), grad_outputs=2 * out.numpy())
+    names = [name for name, _ in model.named_parameters()]
+    check_outputs((ts.tensor(got),) + tuple(ts.tensor(got_grads[n]) for n in names), (out,) + grads,
+                  ["output"] + names, rtol=1e-5, atol=1e-6)
 
 
 def test_input_gradient_matches_eager(training):
