@@ -16,6 +16,8 @@ import tscript_runtime as rt
 from tscript import nn
 from tscript_runtime import ModelError
 
+from tests.runtime.json_paths import json_paths
+
 LOADERS = [rt.load, ts.jit.load]
 
 
@@ -278,15 +280,6 @@ def test_the_plan_member_is_checked(path):
 ODD_VALUES = [None, 0, -1, 1.5, "", "x", [], {}, [1], [[1]], {"a": 1}, True, "float32", {"type": "tensor"}]
 
 
-def _paths(obj, prefix=()):
-    """Every key path into a JSON document."""
-    if prefix:
-        yield prefix
-    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
-    for k, v in items:
-        yield from _paths(v, prefix + (k,))
-
-
 def _set(doc, path, value):
     for key in path[:-1]:
         doc = doc[key]
@@ -317,7 +310,7 @@ def test_any_field_of_any_type_is_a_model_error_or_loads(pristine, data):
     path, original, manifest, graph = pristine
     in_graph = data.draw(st.booleans(), label="edit the graph (else the manifest)")
     doc = json.loads(json.dumps(graph if in_graph else manifest))
-    where = data.draw(st.sampled_from([q for q in _paths(doc) if q[0] != "members"]), label="field")
+    where = data.draw(st.sampled_from([q for q in json_paths(doc) if q[0] != "members"]), label="field")
     _set(doc, where, data.draw(st.sampled_from(ODD_VALUES), label="value"))
     path.write_bytes(original)
     if in_graph:

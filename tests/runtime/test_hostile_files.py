@@ -28,6 +28,7 @@ from tscript_runtime.native.emit import emit_module
 from tscript_runtime.native.link import NativeLibrary, declared_functions
 
 from tests.conftest import assert_close
+from tests.runtime.json_paths import json_paths
 
 KERNEL_ARGS = "i64* %sizes, i8** %ptrs, i64* %strides, double* %scalars"
 
@@ -224,15 +225,6 @@ def test_a_plan_that_is_not_a_plan_is_refused(honest, plan, tmp_path):
 
 # -- mutated plans ------------------------------------------------------------------------------------
 
-def _paths(doc, prefix=()):
-    """Every key path into a JSON document."""
-    if prefix:
-        yield prefix
-    items = doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
-    for k, v in items:
-        yield from _paths(v, prefix + (k,))
-
-
 NUMBERS = [-(1 << 63), -1, 0, 1, 2, 3, 4, 5, 8, 16, 17, 64, 65, 1 << 16, 1 << 40, 1 << 62, 1 << 63, 10 ** 30]
 ODD = [None, 1.5, float("nan"), "", "k0", "gemm", "kernel", "row", "pointwise", [], {}, [1], True, {"node": 1}]
 
@@ -241,7 +233,7 @@ ODD = [None, 1.5, float("nan"), "", "k0", "gemm", "kernel", "row", "pointwise", 
 def mutations(draw, plan: dict):
     """(path, action, value): set a field to another number or value, delete it, or duplicate,
     drop or swap list items."""
-    path = draw(st.sampled_from(list(_paths(plan))))
+    path = draw(st.sampled_from(list(json_paths(plan))))
     action = draw(st.sampled_from(["set", "set", "set", "delete", "duplicate", "swap"]))
     value = draw(st.sampled_from(NUMBERS + ODD))
     return path, action, value
