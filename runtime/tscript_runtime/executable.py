@@ -44,6 +44,8 @@ class Executable:
             return
         self.mode = "native"
         if self.code.entry is not None:
+            from .native import library
+            library.parallel2()  # the worker thread the entry's big kernels and GEMMs hand their second halves to
             self.entry = GraphEntry(self.plan.layout, self.code.entry, self.code.launchers, self.constants, reader)
 
     @property

@@ -15,10 +15,10 @@ that do not match their nodes. `make_plan` fills the slots once per input signat
 op table's rules, arena offsets, kernel sizes and strides (the kernels' own launch plans), GEMM
 dimensions.
 
-Inputs and fixed arrays are made C-contiguous; everything computed is C-contiguous. A signature the
-entry cannot serve (a batched matmul, mixed dtypes, a kernel big enough to split over two threads,
-shapes that are an error) gets no plan: the caller runs the executor instead, which also raises
-the error that names the node.
+Inputs are read with their strides where the plan can take them (else as C-contiguous copies);
+everything computed is C-contiguous. A signature the entry cannot serve (a batched matmul, mixed
+dtypes, shapes that are an error) gets no plan: the caller runs the executor instead, which also
+raises the error that names the node.
 """
 from __future__ import annotations
 
@@ -31,11 +31,9 @@ import numpy as np
 
 from . import dtypes as dt
 from .arena import place
-from .native import library
 from .errors import OpError
 from .graph_json import TensorRef, decode_attr
 from .ops import OPS
-from .native.library import GEOMETRY
 from .ops.registry import TensorMeta
 
 GROUPS = ("tscript::FusionGroup", "tscript::RowGroup")
@@ -73,6 +71,9 @@ GEMMS = {
 CONVS = {"aten::conv2d": "tscript_conv2d"}
 POOLS = {"aten::max_pool2d": "tscript_max_pool2d"}
 STEP_KINDS = {"kernel": set(GROUPS), "gemm": set(GEMMS), "conv2d": set(CONVS), "max_pool2d": set(POOLS)}
+# The geometry of a convolution or pooling as the kernel library's im2col and max-pool kernels read it
+# (i64 each; C counts planes for pooling), and a convolution step's slots: that, then its sizes.
+GEOMETRY = ("C", "H", "W", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "OH", "OW")
 CONV_SLOTS = GEOMETRY + ("N", "O", "K", "L", "scratch")
 GEMM_SLOTS = ("trans_a", "trans_b", "M", "N", "K", "lda", "ldb", "ldc", "bias_row_stride")
 NO_TRANS, TRANS = 111, 112  # CBLAS_TRANSPOSE
@@ -383,7 +384,6 @@ class Unplannable(Exception):
 def make_plan(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> CallPlan:
     """The call plan for graph inputs `args` and fixed arrays `fixed` (all C-contiguous)."""
     env, kernel_plans = _evaluate(layout, launchers, args, fixed)
-    library.parallel2()  # the worker thread big kernels and GEMMs hand their second halves to
     ints = (ctypes.c_int64 * max(layout.n_slots, 1))()
     scalars = (ctypes.c_double * max(layout.n_scalars, 1))()
     nodes = layout.graph["nodes"]

@@ -13,12 +13,9 @@ import json
 import os
 import threading
 
+from ..user_cache import cache_dir
+
 MAGIC = b"tscript-object 1\n"
-
-
-def cache_dir() -> str:
-    """Where emitted objects are cached (TSCRIPT_CACHE_DIR, default ~/.cache/tscript)."""
-    return os.environ.get("TSCRIPT_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "tscript")
 
 
 def code_digest() -> str:

@@ -10,6 +10,7 @@ import os
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput
 from lark.indenter import DedentError, PythonIndenter
+from tscript_runtime.user_cache import cache_dir
 
 from . import syntax as S
 from .source import Source
@@ -17,20 +18,13 @@ from .source import Source
 _GRAMMAR = os.path.join(os.path.dirname(__file__), "tscript.lark")
 
 
-def _cache_dir() -> str:
-    """The tscript cache directory (TSCRIPT_CACHE_DIR, default ~/.cache/tscript), the one the runtime
-    keeps emitted objects in (tscript_runtime/native/cache.py); read here from the environment, as
-    the frontend does not depend on the native backend."""
-    return os.environ.get("TSCRIPT_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "tscript")
-
-
 @functools.lru_cache(maxsize=None)
 def _lark() -> Lark:
     options = dict(parser="lalr", postlex=PythonIndenter(), start=["file_input", "eval_input"],
                    propagate_positions=True, maybe_placeholders=True)
     try:
-        os.makedirs(_cache_dir(), exist_ok=True)
-        return Lark.open(_GRAMMAR, cache=os.path.join(_cache_dir(), "tscript-grammar.lark-cache"), **options)
+        os.makedirs(cache_dir(), exist_ok=True)
+        return Lark.open(_GRAMMAR, cache=os.path.join(cache_dir(), "tscript-grammar.lark-cache"), **options)
     except OSError:  # an unwritable cache directory only costs time
         return Lark.open(_GRAMMAR, **options)
 

@@ -22,9 +22,6 @@ FUNCTIONS = {
     "tscript_parallel2": ("parallel", "define_pool", ["i8*", "i64*", "i8*", "i64*", "i8*", "i64*", "f64*"]),
 }
 NAMES = frozenset(FUNCTIONS)
-# The geometry of a convolution or pooling as the im2col and max-pool kernels read it (i64 each; C counts
-# planes for pooling).
-GEOMETRY = ("C", "H", "W", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "OH", "OW")
 _POOL = ("tscript_pool_worker", "tscript_pool_reset")  # exported for this package, not models' code
 _PARALLEL2 = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 7)
 _lock = threading.Lock()
