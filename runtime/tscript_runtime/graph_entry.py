@@ -661,8 +661,7 @@ class GraphEntry:
             return None
         plan, tensors, local, bases = found
         if local.arena.nbytes < plan.arena:
-            local.arena = np.empty(plan.arena, np.uint8)
-            bases[0] = data_pointer(local.arena)
+            self._grow_arena(local, bases, plan.arena)
         k = 1
         for a in tensors:
             bases[k] = data_pointer(a)
@@ -682,9 +681,19 @@ class GraphEntry:
         return results if self._structure is None else [_rebuild(s, results) for s in self._structure]
 
     def prepare(self, args: list) -> bool:
-        """Make the plan for the signature of `args` now (a first run then costs what later ones do);
-        False when that signature is for the executor."""
-        return self._plan_of(args) is not None
+        """Make the plan for the signature of `args` now, and this thread's arena for it (a first run
+        then costs what later ones do); False when that signature is for the executor."""
+        found = self._plan_of(args)
+        if found is not None and found[2].arena.nbytes < found[0].arena:
+            self._grow_arena(found[2], found[3], found[0].arena)
+        return found is not None
+
+    @staticmethod
+    def _grow_arena(local, bases, nbytes: int) -> None:
+        """This thread's arena, `nbytes` large, its pages touched (a first run pays no page faults)."""
+        local.arena = np.empty(nbytes, np.uint8)
+        local.arena.fill(0)
+        bases[0] = data_pointer(local.arena)
 
     def _plan_of(self, args: list):
         """(plan, tensor inputs, thread state, pointer array), or None. Kernels read inputs of any

@@ -39,15 +39,42 @@ from .typed_graph import Graph
 FORMAT, VERSION = "tscript-native-plan", 1
 MAX_KERNELS = 10_000
 SMALL_M = 64  # the kernel library's GEMMs are register-blocked for at most this many rows
-_ANY = (0, 1 << 62)
-# template -> the group kind it emits, and its fields: name -> allowed values (a tuple of choices, or
-# a (low, high) range as a list)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A field that takes one of `values` (ints)."""
+    values: tuple
+
+    def accepts(self, value: int) -> bool:
+        return value in self.values
+
+    def __str__(self) -> str:
+        return f"one of {list(self.values)}"
+
+
+@dataclass(frozen=True)
+class Range:
+    """A field that takes an int in low..high."""
+    low: int
+    high: int
+
+    def accepts(self, value: int) -> bool:
+        return self.low <= value <= self.high
+
+    def __str__(self) -> str:
+        return f"an int in {self.low}..{self.high}"
+
+
+COUNT = Range(0, 1 << 62)
+# template -> the group kind it emits, and its fields (name -> allowed values)
 KERNEL_TEMPLATES = {
-    "pointwise": ("tscript::FusionGroup", {"tile": (0, 4, 8, 16), "split_min": list(_ANY)}),
-    "row": ("tscript::RowGroup", {"split_min": list(_ANY)}),
+    "pointwise": ("tscript::FusionGroup", {"tile": Choice((0, 4, 8, 16)), "split_min": COUNT}),
+    "row": ("tscript::RowGroup", {"split_min": COUNT}),
 }
+# step template -> its fields
 STEP_FIELDS = {
-    "kernel": {}, "gemm": {"small_m": [0, SMALL_M], "split_min": list(_ANY)}, "conv2d": {"small_m": [0, SMALL_M]},
+    "kernel": {}, "gemm": {"small_m": Range(0, SMALL_M), "split_min": COUNT}, "conv2d": {"small_m": Range(0, SMALL_M)},
     "max_pool2d": {},
 }
 
@@ -85,7 +112,7 @@ class NativePlan:
         if not isinstance(data, dict) or set(data) != {"format", "version", "kernels", "entry"} or \
                 data["format"] != FORMAT:
             raise ModelError("not a native plan (expected the fields format, version, kernels, entry)")
-        if data["version"] != VERSION:
+        if type(data["version"]) is not int or data["version"] != VERSION:
             raise ModelError(f"unsupported native plan version {data['version']!r} (this runtime reads {VERSION})")
         kernels = _kernels(data["kernels"], graph)
         plan = cls(kernels, None if data["entry"] is None else _steps(data["entry"], graph))
@@ -120,16 +147,10 @@ def _fields(data: dict, template: str, fields: dict, where: str, keys: tuple = (
     out = {}
     for name, allowed in fields.items():
         value = data[name]
-        ok = type(value) is int and (value in allowed if isinstance(allowed, tuple)
-                                     else allowed[0] <= value <= allowed[1])
-        if not ok:
-            raise ModelError(f"{where}: field '{name}' must be {_describe(allowed)}, got {value!r}")
+        if type(value) is not int or not allowed.accepts(value):
+            raise ModelError(f"{where}: field '{name}' must be {allowed}, got {value!r}")
         out[name] = value
     return out
-
-
-def _describe(allowed) -> str:
-    return f"one of {list(allowed)}" if isinstance(allowed, tuple) else f"an int in {allowed[0]}..{allowed[1]}"
 
 
 def _kernels(data, graph: Graph) -> dict:

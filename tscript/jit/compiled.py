@@ -31,6 +31,7 @@ class CompiledModel:
         self.dynamic = dynamic
         self.name = name
         self.executable = executable(graph, ParameterReader, plan)  #: the native plan, code and executor running it
+        self.example_shapes: list | None = None  #: shapes of the example inputs (a saved model plans for them)
         self._tree = [_attr_tree(module)] if module is not None else []
         self._checked: set = set()  # input signatures _check accepted
         self._inputs = [v for v in graph.inputs if not str(v.type).startswith("__module__")]

@@ -32,8 +32,19 @@ def compile(obj, example_inputs=None, backward: bool = False, dynamic: dict | No
         obj = trace(obj, example_inputs, check_trace=False)
     module = obj._module if isinstance(obj, ScriptModule) else None
     if backward:
-        return _compile_training(obj, module, example_inputs, dynamic)
-    return CompiledModel(optimize_for_codegen(obj.inlined_graph.copy(), dynamic), module, dynamic)
+        compiled = _compile_training(obj, module, example_inputs, dynamic)
+    else:
+        compiled = CompiledModel(optimize_for_codegen(obj.inlined_graph.copy(), dynamic), module, dynamic)
+    compiled.example_shapes = _shapes(example_inputs)
+    return compiled
+
+
+def _shapes(example_inputs) -> list | None:
+    """The shapes of the example tensors (None for other arguments): what a saved model plans for first."""
+    if example_inputs is None:
+        return None
+    args = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
+    return [tuple(a.shape) if isinstance(a, Tensor) else None for a in args]
 
 
 def _compile_training(obj, module, example_inputs, dynamic) -> CompiledTrainingModel:

@@ -103,7 +103,7 @@ def _save_compiled(compiled: CompiledModel, f, dynamic) -> None:
     if training:
         graph = _reread_parameters(graph.copy(), compiled.lifted)
     params = _params(module, graph) if module is not None else {}
-    signature = _compiled_signature("forward", graph, module is not None)
+    signature = _compiled_signature("forward", graph, module is not None, compiled.example_shapes)
     members, param_entries = _param_members(params)
     entry = _entry("forward", graph, signature, module is not None, members)
     _add_plan(entry, "forward", compiled.executable, compiled.dynamic, members)
@@ -118,9 +118,15 @@ def _save_compiled(compiled: CompiledModel, f, dynamic) -> None:
     write_archive(f, FORMAT, VERSION, payload, members)
 
 
-def _compiled_signature(name: str, graph: Graph, takes_self: bool) -> Signature:
+def _compiled_signature(name: str, graph: Graph, takes_self: bool, examples: list | None = None) -> Signature:
+    """The graph's signature; tensor inputs carry the shapes of the examples they were compiled with."""
     inputs = graph.inputs[1:] if takes_self else graph.inputs
-    return Signature(name, tuple((v.name, _spec(v.type)) for v in inputs), tuple(_spec(v.type) for v in graph.outputs))
+    specs = [_spec(v.type) for v in inputs]
+    for i, shape in enumerate(examples or ()):
+        spec = specs[i] if i < len(specs) else None
+        if isinstance(spec, TensorSpec) and shape is not None and spec.shape is not None and len(shape) == len(spec.shape):
+            specs[i] = TensorSpec(spec.dtype, spec.shape, shape)
+    return Signature(name, tuple((v.name, s) for v, s in zip(inputs, specs)), tuple(_spec(v.type) for v in graph.outputs))
 
 
 def _reread_parameters(graph: Graph, lifted: list) -> Graph:
