@@ -36,8 +36,7 @@ t1 = time.perf_counter()
 model.run(x)
 t2 = time.perf_counter()
 assert not any(m == "tscript" or m.startswith("tscript.") for m in sys.modules), "the runtime imported tscript"
-state = model.native.get("forward")
-print(json.dumps({"load": t1 - t0, "first run": t2 - t1, "mode": state.mode if state else "no native code"}))
+print(json.dumps({"load": t1 - t0, "first run": t2 - t1, "mode": model.executables["forward"].mode}))
 """
 
 

@@ -18,13 +18,18 @@ never loses an existing one. Needs only the standard library and numpy.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import functools
 import hashlib
 import io
 import json
+import mmap
 import os
+import re
 import secrets
 import shutil
+import struct
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -40,7 +45,7 @@ _RESERVED = ("format", "version", "members")
 
 @dataclass
 class Archive:
-    """A verified archive: its manifest (a dict) and the bytes of every listed member."""
+    """A verified archive: its manifest (a dict) and the bytes of every listed member (memoryviews)."""
     source: str
     manifest: dict
     members: dict
@@ -88,7 +93,21 @@ def _write_zip(stream, manifest: bytes, members: dict) -> None:
     with zipfile.ZipFile(stream, "w", zipfile.ZIP_STORED) as zf:
         zf.writestr(MANIFEST, manifest)
         for name, data in members.items():
-            zf.writestr(name, data)
+            zf.writestr(_aligned(zf, name), data)
+
+
+ALIGN = 64  # member data starts at a multiple of this (with .npy's own 64-byte header padding, so
+#             does every array a reader maps: aligned like arrays numpy allocates, same results)
+_PADDING_ID = 0xD935  # the extra-field id zipalign pads with
+
+
+def _aligned(zf: zipfile.ZipFile, name: str) -> zipfile.ZipInfo:
+    """The ZipInfo of the next member, its local header padded (an extra field) so that its data
+    starts at a multiple of ALIGN in the file."""
+    info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+    start = zf.fp.tell() + zipfile.sizeFileHeader + len(name.encode()) + 4
+    info.extra = struct.pack("<HH", _PADDING_ID, -start % ALIGN) + bytes(-start % ALIGN)
+    return info
 
 
 def _write_atomic(path: str, manifest: bytes, members: dict) -> None:
@@ -128,8 +147,8 @@ def read_archive(source, fmt: str, versions) -> Archive:
     try:
         with zipfile.ZipFile(source) as zf:
             manifest = _read_manifest(zf, name, fmt, versions)
-            members = {m: _read_member(zf, name, m, entry) for m, entry in manifest["members"].items()}
             _check_no_extra(zf, name, manifest["members"])
+            members = _read_members(zf, name, manifest["members"])
     except ModelError:
         raise
     except FileNotFoundError:
@@ -167,7 +186,26 @@ def _valid_listing(listing) -> bool:
         for e in listing.values())
 
 
-def _read_member(zf: zipfile.ZipFile, name: str, member: str, entry: dict) -> bytes:
+def _read_members(zf: zipfile.ZipFile, name: str, listing: dict) -> dict:
+    """Every listed member's bytes, checked against its size and SHA-256. From a file, members are
+    views of one private (copy-on-write) memory map of it, so arrays read them in place and writing
+    into an array never reaches the file; large archives are hashed on two threads at once."""
+    infos = {m: _info(zf, name, m, entry) for m, entry in listing.items()}
+    mapped = _memory_map(zf)
+    members = {m: _member_bytes(zf, mapped, name, m, info) for m, info in infos.items()}
+    check = functools.partial(_check_digest, name, listing)
+    if sum(len(data) for data in members.values()) < _PARALLEL_BYTES:
+        list(map(check, members, members.values()))
+    else:
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:  # hashlib releases the GIL
+            list(pool.map(check, members, members.values()))
+    return members
+
+
+_PARALLEL_BYTES = 1 << 23
+
+
+def _info(zf: zipfile.ZipFile, name: str, member: str, entry: dict) -> zipfile.ZipInfo:
     try:
         info = zf.getinfo(member)
     except KeyError:
@@ -175,11 +213,49 @@ def _read_member(zf: zipfile.ZipFile, name: str, member: str, entry: dict) -> by
     if info.file_size != entry["size"]:  # checked before reading: a huge member is never inflated
         raise ModelError(f"{name}: member '{member}' has {info.file_size} bytes, the manifest says "
                          f"{entry['size']} (tampered with or corrupted)")
-    data = zf.read(info)
-    if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+    return info
+
+
+def _memory_map(zf: zipfile.ZipFile) -> memoryview | None:
+    """The archive file mapped private and writable (pages are copied only when written), or None
+    for a stream that is not a real file."""
+    try:
+        return memoryview(mmap.mmap(zf.fp.fileno(), 0, flags=mmap.MAP_PRIVATE,
+                                    prot=mmap.PROT_READ | mmap.PROT_WRITE))
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return None
+
+
+def _member_bytes(zf: zipfile.ZipFile, mapped: memoryview | None, name: str, member: str,
+                  info: zipfile.ZipInfo):
+    """A stored member as a view of the map; a compressed one (not written by tscript) or one of a
+    stream inflated by zipfile, which checks its CRC."""
+    if info.compress_type == zipfile.ZIP_STORED and mapped is not None:
+        start = _data_offset(mapped, name, info)
+        if start + info.file_size > len(mapped):
+            raise ModelError(f"{name}: member '{member}' is truncated")
+        return mapped[start:start + info.file_size]
+    data = bytearray(info.file_size)
+    with zf.open(info) as f:
+        if f.readinto(data) != len(data):
+            raise ModelError(f"{name}: member '{member}' is truncated")
+    return memoryview(data)
+
+
+def _data_offset(mapped: memoryview, name: str, info: zipfile.ZipInfo) -> int:
+    """Where a stored member's bytes start: after its local file header (name and extra field)."""
+    header = bytes(mapped[info.header_offset:info.header_offset + zipfile.sizeFileHeader])
+    if len(header) != zipfile.sizeFileHeader or header[:4] != zipfile.stringFileHeader:
+        raise ModelError(f"{name}: member '{info.filename}' has a bad local header (a corrupt zip file)")
+    fields = struct.unpack(zipfile.structFileHeader, header)
+    return info.header_offset + zipfile.sizeFileHeader + fields[zipfile._FH_FILENAME_LENGTH] + \
+        fields[zipfile._FH_EXTRA_FIELD_LENGTH]
+
+
+def _check_digest(name: str, listing: dict, member: str, data) -> None:
+    if hashlib.sha256(data).hexdigest() != listing[member]["sha256"]:
         raise ModelError(f"{name}: checksum mismatch for member '{member}' (the file was tampered with "
                          f"or corrupted)")
-    return data
 
 
 def _check_no_extra(zf: zipfile.ZipFile, name: str, listing: dict) -> None:
@@ -191,22 +267,54 @@ def _check_no_extra(zf: zipfile.ZipFile, name: str, listing: dict) -> None:
         raise ModelError(f"{name}: member '{extra[0]}' is not listed in the manifest")
 
 
-def read_array(data: bytes, where: str) -> np.ndarray:
-    """A `.npy` payload as a fresh array; object (pickled) arrays and dtypes other than the five
-    tscript dtypes are refused with a ModelError naming `where`."""
+NPY_MAGIC = b"\x93NUMPY"
+_NPY_HEAD = 1 << 16  # bytes: magic + header of any .npy array tscript writes (refused beyond)
+# The header numpy writes, e.g. {'descr': '<f4', 'fortran_order': False, 'shape': (64, 3, 7, 7), }
+_NPY_HEADER = re.compile(rb"\{'descr': '([<>|=][a-z]\d{1,2})', 'fortran_order': (True|False), "
+                         rb"'shape': \(((?:\d{1,19}, ?)*(?:\d{1,19})?)\), \} *\n")
+
+
+def _npy_header(view: memoryview) -> tuple:
+    """(shape, fortran order, dtype, offset of the data) of a .npy payload: numpy's own header format
+    read directly (no Python expression is evaluated), others through numpy's reader."""
+    if view[6:8] == b"\x01\x00" and len(view) >= 10:
+        end = 10 + int.from_bytes(view[8:10], "little")
+        match = _NPY_HEADER.fullmatch(bytes(view[10:end]))
+        if match:
+            shape = tuple(int(d) for d in match[3].split(b",") if d.strip())
+            return shape, match[2] == b"True", np.dtype(match[1].decode()), end
+    head = io.BytesIO(bytes(view[:_NPY_HEAD]))
+    version = np.lib.format.read_magic(head)
+    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, fortran, dtype = read(head)
+    return shape, fortran, dtype, head.tell()
+
+
+def read_array(data, where: str) -> np.ndarray:
+    """A `.npy` payload (bytes-like; a writable one, such as a view of the archive's private memory
+    map, the array reads in place) as a C-contiguous, writable array of a tscript dtype; pickled data, object arrays, other dtypes and a header that
+    does not match the payload's size are refused with a ModelError naming `where`."""
+    view = memoryview(data)
+    if view[:len(NPY_MAGIC)] != NPY_MAGIC:
+        if view[:1] == b"\x80":
+            raise ModelError(f"{where}: refusing to load pickled data (not a .npy array)")
+        if view[:2] == b"PK":
+            raise ModelError(f"{where}: expected a single .npy array, found an .npz archive")
+        raise ModelError(f"{where}: not a valid .npy array (no .npy magic)")
     try:
-        array = np.load(io.BytesIO(data), allow_pickle=False)
-    except ValueError as e:
-        if "object" in str(e).lower():  # numpy: "Object arrays cannot be loaded when allow_pickle=False"
-            raise ModelError(f"{where}: refusing to load pickled data ({e})") from None
+        shape, fortran, dtype, offset = _npy_header(view)
+    except (ValueError, OSError, EOFError, SyntaxError, TypeError) as e:
         raise ModelError(f"{where}: not a valid .npy array ({e})") from None
-    except (OSError, EOFError) as e:
-        raise ModelError(f"{where}: not a valid .npy array ({e})") from None
-    if not isinstance(array, np.ndarray):
-        raise ModelError(f"{where}: expected a single .npy array, found {type(array).__name__}")
-    native = array.dtype.newbyteorder("=")
+    if dtype.hasobject:
+        raise ModelError(f"{where}: refusing to load pickled data (an array of Python objects)")
+    native = dtype.newbyteorder("=")
     if native not in dt.ALL:
-        raise ModelError(f"{where}: unsupported array dtype {array.dtype}")
+        raise ModelError(f"{where}: unsupported array dtype {dtype}")
+    count = int(np.prod(shape, dtype=object))
+    if count * dtype.itemsize != len(view) - offset:
+        raise ModelError(f"{where}: not a valid .npy array (its header says {list(shape)} of {dtype}, the payload "
+                         f"holds {len(view) - offset} bytes)")
+    array = np.frombuffer(data, dtype, count, offset).reshape(shape, order="F" if fortran else "C")
     if array.dtype != native or not (array.flags.c_contiguous and array.flags.writeable):
         array = np.array(array, dtype=native, order="C")
     return array

@@ -13,6 +13,7 @@ import warnings
 
 from .executor import ArrayDomain, Program
 from .graph_entry import GraphEntry
+from .graph_json import check_graph
 from .native_plan import NativePlan
 from .typed_graph import typed_graph
 
@@ -24,14 +25,13 @@ class Executable:
 
     def __init__(self, graph: dict, constants: dict, plan: dict | None, reader=None, where: str = "graph"):
         self.graph, self.constants = graph, constants
-        self.plan = NativePlan.from_json(plan, typed_graph(graph), graph) if plan is not None else None
+        self.plan = NativePlan.from_json(plan, typed_graph(check_graph(graph)), graph) if plan is not None else None
         self.mode, self.reason = "interpreted", ""  #: "native", "interpreted" (no plan) or "reference"
         self.code = None
         self.entry: GraphEntry | None = None
         if self.plan is not None:
             self._link(reader, where)
-        launchers = self.code.launchers if self.code is not None else {}
-        self.program = Program(graph, ArrayDomain(constants, launchers))
+        self.program = Program(graph, ArrayDomain(constants, self.launchers))
 
     def _link(self, reader, where: str) -> None:
         from .native.emit import link_native

@@ -175,7 +175,7 @@ def _member(archive: Archive, member: str) -> bytes:
 
 def _read_text(archive: Archive, member: str) -> str:
     try:
-        return _member(archive, member).decode("utf-8")
+        return bytes(_member(archive, member)).decode("utf-8")
     except UnicodeDecodeError:
         raise archive.error(f"member '{member}' is not UTF-8 text") from None
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .errors import ModelError
-from .graph_json import SubgraphDoc, check_graph, decode_attr
+from .graph_json import SubgraphDoc, decode_attr
 from .types import TensorType, Type, parse_type
 
 MAX_RANK = 64
@@ -63,9 +63,8 @@ class Graph:
 
 
 def typed_graph(doc: dict) -> Graph:
-    """The typed graph of a graph document (checked by check_graph first); ModelError when a type
-    does not parse or a tensor's rank is out of bounds."""
-    check_graph(doc)
+    """The typed graph of a graph document that check_graph accepted; ModelError when a type does
+    not parse or a tensor's rank is out of bounds."""
     values: dict = {}
     inputs = [_value(v, values) for v in doc["inputs"]]
     nodes = _nodes(doc["nodes"], values)

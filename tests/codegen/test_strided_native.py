@@ -255,3 +255,14 @@ def test_contiguous_loops_vectorize_and_transposed_tiles_shuffle(scale):
     assert "<16 x float>" in body["kernel_0_plain"]  # the plain nest's innermost loop
     assert "tscript_load_tile_16_float" in body["kernel_0"] and "<16 x float>" in body["kernel_0"]
     assert "shufflevector" in body["tscript_load_tile_16_float"]
+
+
+def test_kernels_get_a_tiled_walk_only_where_an_input_may_be_transposed():
+    """The plan's tile side: inputs of the graph (the caller may pass a transposed array) and strided
+    views get one; results of other ops, which are laid out row-major, and broadcast rows do not."""
+    def fn(x, w):
+        y = (x.t() * 2 + 1) @ w          # a transposed view in a kernel
+        return (y.relu() + w[0]).exp(), x * 3  # a GEMM result and a broadcast row; a graph input
+    cm = ts.jit.compile(fn, (ts.randn(6, 5), ts.randn(6, 4)))
+    tiles = [k["tile"] for k in cm.plan["kernels"].values()]
+    assert sorted(tiles) == [0, 16, 16], cm.graph

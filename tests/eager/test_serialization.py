@@ -351,7 +351,7 @@ def test_failure_while_writing_leaves_the_existing_file_intact(saved, monkeypatc
     original = zipfile.ZipFile.writestr
 
     def writestr(self, name, data, *args, **kwargs):
-        if name.endswith(".npy"):
+        if getattr(name, "filename", name).endswith(".npy"):
             raise OSError("disk full")
         return original(self, name, data, *args, **kwargs)
 

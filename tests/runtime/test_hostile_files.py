@@ -204,7 +204,7 @@ def test_names_from_the_file_never_reach_the_emitted_code(honest, tmp_path):
         text = json.dumps(doc).replace('"k0"', json.dumps(evil))
         return json.loads(text)
     archive = read_archive(tmp / "fn.tsm", FORMAT, READABLE_VERSIONS)
-    members = {m: json.dumps(rename(json.loads(archive.members[m]))).encode()
+    members = {m: json.dumps(rename(json.loads(bytes(archive.members[m])))).encode()
                for m in ("forward.graph.json", "forward.plan.json")}
     path = rewrite(tmp / "fn.tsm", tmp_path / "names.tsm", members=members)
     model = rt.load(path)
@@ -262,7 +262,7 @@ def _mutate(plan: dict, path: tuple, action: str, value):
 @given(data=st.data())
 def test_a_mutated_plan_is_refused_or_gives_the_right_result(honest, name, tmp_path, data):
     tmp, expected = honest
-    plan = json.loads(read_archive(tmp / f"{name}.tsm", FORMAT, READABLE_VERSIONS).members["forward.plan.json"])
+    plan = json.loads(bytes(read_archive(tmp / f"{name}.tsm", FORMAT, READABLE_VERSIONS).members["forward.plan.json"]))
     path, action, value = data.draw(mutations(plan), label="mutation")
     _mutate(plan, path, action, value)
     mutated = rewrite(tmp / f"{name}.tsm", tmp_path / "mutated.tsm",
@@ -294,7 +294,7 @@ def test_every_schedule_a_plan_may_choose_gives_the_right_result(honest, name, t
     """Splitting everything over two threads (split_min 0), BLAS for every GEMM (small_m 0), any tile
     side: the emitted code changes, the result does not."""
     tmp, expected = honest
-    plan = json.loads(read_archive(tmp / f"{name}.tsm", FORMAT, READABLE_VERSIONS).members["forward.plan.json"])
+    plan = json.loads(bytes(read_archive(tmp / f"{name}.tsm", FORMAT, READABLE_VERSIONS).members["forward.plan.json"]))
     plan = data.draw(schedules(plan), label="plan")
     path = rewrite(tmp / f"{name}.tsm", tmp_path / "scheduled.tsm", members={"forward.plan.json": json.dumps(plan).encode()})
     args, want = expected[name]

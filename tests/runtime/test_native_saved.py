@@ -76,7 +76,8 @@ def test_the_file_holds_the_plan_and_no_code(saved):
     assert plan == compiled.plan
     assert plan["kernels"] == {"k0": {"template": "row", "split_min": 65536}, "k1": {"template": "row", "split_min": 65536}}
     assert [s["template"] for s in plan["entry"]] == ["gemm", "kernel", "gemm", "kernel"]
-    assert entry["inputs"] == [{"name": "input", "type": "tensor", "dtype": "float32", "shape": ["batch", 16]}]
+    assert entry["inputs"] == [{"name": "input", "type": "tensor", "dtype": "float32", "shape": ["batch", 16],
+                               "example_shape": [4, 16]}]  # what it was compiled with: planned at load
     assert entry["outputs"] == [{"type": "tensor", "dtype": "float32", "shape": ["batch", 10]}]
     graph = json.loads(zipfile.ZipFile(tmp / "mlp.tsm").read("forward.graph.json"))
     groups = [n for n in graph["nodes"] if n["kind"] in (GROUP, ROW_GROUP)]

@@ -6,7 +6,7 @@ nothing here builds LLVM IR.
 from __future__ import annotations
 
 from tscript_runtime.errors import ModelError
-from tscript_runtime.graph_entry import STEP_KINDS
+from tscript_runtime.graph_entry import ALIASES, STEP_KINDS, STRIDED_VIEWS
 from tscript_runtime.native_plan import FORMAT, SMALL_M, VERSION, NativePlan
 from tscript_runtime.typed_graph import typed_graph
 
@@ -40,10 +40,34 @@ def plan_native(graph: Graph) -> dict:
 def _kernel(node: Node) -> dict:
     if node.kind == ROW_GROUP:
         return {"template": "row", "split_min": KERNEL_SPLIT_MIN}
+    return {"template": "pointwise", "tile": _tile(node), "split_min": KERNEL_SPLIT_MIN}
+
+
+def _tile(node: Node) -> int:
+    """The side of the tiles a pointwise kernel reads transposed inputs in: one 512-bit vector of its
+    widest dtype (at most MAX_TILE), or 0 (no tiled walk, whose code takes two thirds of a kernel's
+    compile time) when no input can be transposed: every input that is not statically broadcast in
+    its last two dims comes from an op whose results are laid out row-major."""
     sub = node.attrs["subgraph"]
+    tensors = [(outer, inner) for outer, inner in zip(node.inputs, sub.inputs) if isinstance(inner.type, TensorType)]
+    if not any(_may_be_transposed(outer) for outer, inner in tensors if not _broadcast_last_two(inner)):
+        return 0
     widest = max(v.type.dtype.itemsize for v in [*sub.inputs, *sub.outputs]
                  if isinstance(v.type, TensorType) and v.type.dtype is not None)
-    return {"template": "pointwise", "tile": min(MAX_TILE, VECTOR_BYTES // widest), "split_min": KERNEL_SPLIT_MIN}
+    return min(MAX_TILE, VECTOR_BYTES // widest)
+
+
+def _broadcast_last_two(v) -> bool:
+    shape = v.type.shape or ()
+    return len(shape) < 2 or any(d == 1 for d in shape[-2:])
+
+
+def _may_be_transposed(v) -> bool:
+    """Can `v` reach a kernel with other strides than row-major: a graph or block input (the caller's
+    array), a strided view, or a view of such?"""
+    while v.node is not None and v.node.kind in ALIASES:
+        v = v.node.inputs[0]
+    return v.node is None or v.node.kind in STRIDED_VIEWS
 
 
 def _steps(graph: Graph) -> list | None:
