@@ -25,8 +25,9 @@ def main(argv=None) -> None:
           f"torch {torch.__version__ if torch else 'not installed'}")
     for suite in args.suites or SUITES:
         results = [(case, run_case(case, args.budget)) for case in SUITES[suite]()]
-        print(f"\n[{suite}] medians of interleaved samples")
-        print(report(results))
+        if results:  # (a suite may print its own table instead)
+            print(f"\n[{suite}] medians of interleaved samples")
+            print(report(results))
 
 
 if __name__ == "__main__":

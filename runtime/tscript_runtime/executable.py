@@ -43,9 +43,9 @@ class Executable:
                           f"reference kernels instead", RuntimeWarning, stacklevel=4)
             return
         self.mode = "native"
+        from .native import library
+        library.parallel2()  # the worker big launches hand their second halves to: started now, not in a first run
         if self.code.entry is not None:
-            from .native import library
-            library.parallel2()  # the worker thread the entry's big kernels and GEMMs hand their second halves to
             self.entry = GraphEntry(self.plan.layout, self.code.entry, self.code.launchers, self.constants, reader)
 
     @property

@@ -6,6 +6,7 @@ Printed as TorchScript does: `Tensor` (nothing known), `Float(8, 10)`, `Float(ba
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -136,6 +137,7 @@ def type_of_value(x) -> Type:
     return ANY
 
 
+@functools.lru_cache(maxsize=4096)  # graphs repeat a few type strings many times; types are immutable
 def parse_type(text: str) -> Type:
     """The Type printed as `text` (inverse of str(type)); ValueError when it is not one (graph files
     are untrusted: overlong or too deeply nested text is refused too)."""
