@@ -21,11 +21,12 @@ from .typed_graph import typed_graph
 class Executable:
     """A graph document with its tensor constants and native plan (None: no native code), ready to
     `run`; `reader` reads the parameters from the module argument (graph_entry.TreeReader: nested
-    mappings). Several threads may run it at once."""
+    mappings). Several threads may run it at once. The document is checked (check_graph) here."""
 
     def __init__(self, graph: dict, constants: dict, plan: dict | None, reader=None, where: str = "graph"):
         self.graph, self.constants = graph, constants
-        self.plan = NativePlan.from_json(plan, typed_graph(check_graph(graph)), graph) if plan is not None else None
+        check_graph(graph)
+        self.plan = NativePlan.from_json(plan, typed_graph(graph), graph) if plan is not None else None
         self.mode, self.reason = "interpreted", ""  #: "native", "interpreted" (no plan) or "reference"
         self.code = None
         self.entry: GraphEntry | None = None

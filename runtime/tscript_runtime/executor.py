@@ -21,7 +21,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from .errors import ModelError, OpError, OpIndexError, OpRuntimeError, OpTypeError, OpValueError
-from .graph_json import TensorRef, check_graph, decode_attr
+from .graph_json import TensorRef, decode_attr
 from .ops import OPS
 from .ops.registry import TensorMeta
 from .prims import COMPILE_TIME, PRIMS, SPREAD
@@ -96,7 +96,7 @@ class Program:
     """A graph compiled for repeated execution in one domain."""
 
     def __init__(self, graph: dict, domain, release: bool = True):
-        check_graph(graph)
+        """`graph`: a document check_graph accepted (the compiler's, or a file's once checked)."""
         self.domain = domain
         self.release = release  # clear each intermediate after its last reader (False: keep all, to measure)
         self.slots: dict[str, int] = {}

@@ -60,11 +60,12 @@ class SubgraphDoc(dict):
 
 
 def decode_attr(data):
-    """Inverse of encode_attr; ModelError on anything unexpected (files are untrusted)."""
+    """Inverse of encode_attr, for attributes of a document check_graph accepted (subgraphs are
+    checked with their graph); ModelError on anything unexpected (files are untrusted)."""
     if data is None or isinstance(data, (bool, int, float, str)):
         return data
     if isinstance(data, dict) and set(data) == {"graph"}:
-        return SubgraphDoc(check_graph(data["graph"]))
+        return SubgraphDoc(data["graph"])
     if isinstance(data, list):
         return [decode_attr(v) for v in data]
     if isinstance(data, dict) and len(data) == 1:
@@ -81,7 +82,8 @@ def decode_attr(data):
 
 
 def check_graph(data) -> dict:
-    """Validate the structure of a graph document (names, nesting, definitions before uses)."""
+    """Validate the structure of a graph document, its subgraphs (graph-valued attributes) included:
+    names, nesting, definitions before uses."""
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ModelError("not a tscript graph document")
     if data.get("version") != VERSION:
@@ -119,6 +121,12 @@ def _check_block(nodes: list, defined: set) -> None:
                 raise ModelError(f"{node['kind']} uses %{v} before it is defined")
         if not isinstance(node.get("attrs", {}), dict) or not isinstance(node.get("blocks", []), list):
             raise ModelError(f"{node['kind']} has malformed attributes or blocks")
+        for value in node.get("attrs", {}).values():
+            if isinstance(value, dict) and set(value) == {"graph"}:
+                try:
+                    check_graph(value["graph"])
+                except ModelError as e:
+                    raise ModelError(f"subgraph of {node['kind']}: {e}") from None
         for block in node.get("blocks", []):
             if not isinstance(block, dict):
                 raise ModelError(f"malformed block of {node['kind']}: {block!r}")

@@ -193,7 +193,6 @@ def _read_graph(archive: Archive, member: str) -> dict:
         graph = check_graph(data)
     except ModelError as e:
         raise archive.error(f"member '{member}': {e}") from None
-    _check_subgraphs(archive, member, graph["nodes"])
     for node in _all_nodes(graph["nodes"]):
         kind = node["kind"]
         if kind not in OPS and kind not in PRIMS and kind not in CONTROL_FLOW:
@@ -202,25 +201,12 @@ def _read_graph(archive: Archive, member: str) -> dict:
     return graph
 
 
-def _check_subgraphs(archive: Archive, member: str, nodes: list) -> None:
-    """Graph-valued attributes (fusion groups' subgraphs) are graph documents too."""
-    for node in nodes:
-        for block in node.get("blocks", []):
-            _check_subgraphs(archive, member, block["nodes"])
-        for value in _subgraph_attrs(node):
-            try:
-                check_graph(value)
-            except ModelError as e:
-                raise archive.error(f"member '{member}': subgraph of {node['kind']}: {e}") from None
-            _check_subgraphs(archive, member, value["nodes"])
-
-
 def _subgraph_attrs(node: dict) -> list:
     return [v["graph"] for v in node.get("attrs", {}).values() if isinstance(v, dict) and set(v) == {"graph"}]
 
 
 def _all_nodes(nodes: list):
-    """Every node, inside blocks and subgraphs too (check those with _check_subgraphs first)."""
+    """Every node, inside blocks and subgraphs too (of a document check_graph accepted)."""
     for node in nodes:
         yield node
         for block in node.get("blocks", []):
