@@ -6,12 +6,19 @@ The grammar is `ir.lark`; a LALR parser calls `_Builder`'s rule methods while it
 are created in text order and no parse tree is kept (linear time, one pass). Values must be
 defined before they are used in the text, as in every printed graph. Tensor constants come back
 as `TensorRef` attributes without data (the text does not hold it).
+
+Limits: brackets (`[` and `(`: types, attribute lists and tuples) and blocks may each nest at most
+`MAX_NESTING` (100) deep, far beyond what real code needs, so that the printer, the verifier and the
+passes, which recurse over them, never exhaust Python's stack. Deeper text is an `IRParseError`
+naming the limit. A `with` section is the subgraph of one node and may not contain itself: subgraphs
+form a tree, as the printer writes them.
 """
 from __future__ import annotations
 
 import functools
 import json
 import re
+import sys
 import threading
 from importlib import resources
 
@@ -24,6 +31,9 @@ from tscript_runtime.graph_json import TensorRef
 
 from .graph import Block, Graph, Node, Value
 from .types import DTYPE_BY_NAME, SCALARS, DictType, ListType, ModuleType, OptionalType, TensorType, TupleType
+
+
+MAX_NESTING = 100  # deepest bracket / block nesting the parser accepts (see the module docstring)
 
 
 class IRParseError(ValueError):
@@ -52,7 +62,10 @@ def _parser() -> tuple["_Builder", Lark]:
     if _PARSER is None:
         builder = _Builder()
         grammar = resources.files(__package__).joinpath("ir.lark").read_text()
-        _PARSER = builder, Lark(grammar, parser="lalr", transformer=builder, maybe_placeholders=True)
+        brackets = {"LSQB": builder.open_bracket, "LPAR": builder.open_bracket, "RSQB": builder.close_bracket,
+                    "RPAR": builder.close_bracket}
+        _PARSER = builder, Lark(grammar, parser="lalr", transformer=builder, maybe_placeholders=True,
+                                lexer_callbacks=brackets)
     return _PARSER
 
 
@@ -70,6 +83,18 @@ class _Builder:
         self.blocks: list[list] = []        # open blocks, innermost last: [block, last node in it]
         self.sections: dict[str, Graph] = {}
         self.graph_refs: list[tuple[Node, str, Token]] = []  # attributes naming a subgraph section
+        self.depth = 0                      # brackets open at the current token
+
+    # -- nesting (lexer callbacks: the parser itself does not recurse, the graph's users do) ---------------
+    def open_bracket(self, tok: Token) -> Token:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise IRParseError(f"{_at(tok)}: brackets nested more than {MAX_NESTING} deep (MAX_NESTING)")
+        return tok
+
+    def close_bracket(self, tok: Token) -> Token:
+        self.depth -= 1
+        return tok
 
     # -- graphs and sections ----------------------------------------------------------------------------
     def graph_head(self, children) -> None:
@@ -95,6 +120,8 @@ class _Builder:
                 raise IRParseError(f"{_at(label)}: attribute {key} names subgraph {label}, "
                                    f"but there is no `with {label} = graph(...)` section")
             node.attrs[key] = self.sections[label]
+        _refuse_cycles(self.sections, self.graph_refs)
+        _refuse_shared(self.graph_refs)
         return children[0]
 
     # -- nodes and blocks ---------------------------------------------------------------------------------
@@ -116,6 +143,8 @@ class _Builder:
     def block_head(self, children) -> None:
         tok, params = children
         owner = self.blocks[-1][1]
+        if len(self.blocks) > MAX_NESTING:
+            raise IRParseError(f"{_at(tok)}: blocks nested more than {MAX_NESTING} deep (MAX_NESTING)")
         if tok != f"block{len(owner.blocks)}":
             raise IRParseError(f"{_at(tok)}: expected block{len(owner.blocks)} of {owner.kind}, got {tok}")
         block = owner.add_block()
@@ -198,13 +227,23 @@ class _Builder:
         return out
 
     def int_attr(self, children):
-        return int(children[0])
+        (tok,) = children
+        try:
+            return int(tok)
+        except ValueError:  # more digits than int() converts
+            raise IRParseError(f"{_at(tok)}: integer of {len(tok.lstrip('-'))} digits "
+                               f"(at most {sys.get_int_max_str_digits()})") from None
 
     def float_attr(self, children):
         return float(children[0])
 
     def str_attr(self, children):
-        return json.loads(children[0])
+        (tok,) = children
+        try:
+            return json.loads(tok)
+        except json.JSONDecodeError as e:  # a raw control character or a bad escape, on the token's line
+            raise IRParseError(f"line {tok.line}, column {tok.column + e.pos}: "  # (a raw newline is one)
+                               f"{e.msg.removesuffix(' at').lower()} in string") from None
 
     def true_attr(self, children):
         return True
@@ -229,10 +268,10 @@ class _Builder:
         return _Label(children[0])
 
     def list_attr(self, children):
-        return children
+        return _no_labels(children)
 
     def tuple_attr(self, children):
-        return tuple(children)
+        return tuple(_no_labels(children))
 
 
 _DIM = re.compile(r"[0-9]+|\*|[^\W\d]\w*")
@@ -261,6 +300,51 @@ class _Label:
 
     def __init__(self, tok: Token):
         self.tok = tok
+
+
+def _no_labels(items: list) -> list:
+    """List and tuple attributes hold plain values: only a whole attribute may name a subgraph."""
+    for item in items:
+        if isinstance(item, _Label):
+            raise IRParseError(f"{_at(item.tok)}: subgraph {item.tok} inside a list or tuple attribute "
+                               f"(only a whole attribute may name a subgraph)")
+    return items
+
+
+def _refuse_cycles(sections: dict[str, Graph], graph_refs: list) -> None:
+    """A subgraph that contains itself (directly or through others) is an error naming the cycle.
+    Depth-first over the sections without recursion: a chain of sections may be long."""
+    named: dict[Graph, list[Token]] = {}  # graph -> the section labels its nodes name
+    for node, _, label in graph_refs:
+        named.setdefault(node.graph, []).append(label)
+    done: set[str] = set()
+    for root in sections:
+        if root in done:
+            continue
+        path = {root: iter(named.get(sections[root], ()))}  # open sections (in order) -> what is left
+        while path:
+            open_label, todo = next(reversed(path.items()))
+            label = next(todo, None)
+            if label is None:
+                done.add(open_label)
+                del path[open_label]
+            elif label in path:
+                open_labels = list(path)
+                cycle = " -> ".join(open_labels[open_labels.index(label):] + [label])
+                raise IRParseError(f"{_at(label)}: subgraph {label} contains itself ({cycle})")
+            elif label not in done:
+                path[str(label)] = iter(named.get(sections[label], ()))
+
+
+def _refuse_shared(graph_refs: list) -> None:
+    """Each `with` section is one node's subgraph, as the printer writes them (two nodes naming one
+    section would also let a few lines of text print as exponentially many)."""
+    first: dict[str, Token] = {}
+    for _, _, label in graph_refs:
+        if label in first:
+            raise IRParseError(f"{_at(label)}: subgraph {label} is already the subgraph of the node at "
+                               f"line {first[label].line} (each node has its own section)")
+        first[label] = label
 
 
 # Parametrised types: how many arguments each takes (None: any number) and its constructor.

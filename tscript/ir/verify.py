@@ -9,7 +9,8 @@ It checks, in one walk (linear in the size of the graph):
   prim::Loop with their block signatures); unknown kinds are errors;
 - use lists: every input slot is recorded in its value's `uses`, and every recorded use is a real
   input slot of a node in the graph.
-Graph-valued attributes (fusion groups' subgraphs) are verified too.
+Graph-valued attributes (fusion groups' subgraphs) are verified too, each once however many nodes
+hold it; a subgraph that contains itself is an error.
 """
 from __future__ import annotations
 
@@ -31,8 +32,35 @@ class IRVerifyError(ValueError):
 
 
 def verify(graph: Graph) -> None:
-    """Check `graph`'s invariants (module docstring); raise IRVerifyError on the first violation."""
-    _Verifier(graph).run()
+    """Check `graph`'s invariants (module docstring); raise IRVerifyError on the first violation.
+    Subgraphs are walked depth-first without recursion (a chain of them may be long)."""
+    path: dict[Graph, list] = {}  # graphs being verified, outermost first -> [holding node, subgraphs left]
+    done: set[Graph] = set()
+    _enter(path, graph, None)
+    while path:
+        g, (_, todo) = next(reversed(path.items()))
+        node, sub = next(todo, (None, None))
+        if sub is None:
+            done.add(g)
+            del path[g]
+        elif sub in path:
+            raise IRVerifyError(f"{_where(path)}{describe(node)}: its subgraph contains itself")
+        elif sub not in done:
+            _enter(path, sub, node)
+
+
+def _enter(path: dict, graph: Graph, holder: Node | None) -> None:
+    """Check `graph` itself and put it at the end of the path, with its subgraphs still to walk."""
+    path[graph] = [holder, iter(())]
+    try:
+        path[graph][1] = iter(_Verifier(graph).run())
+    except IRVerifyError as e:
+        raise IRVerifyError(f"{_where(path)}{e}") from None
+
+
+def _where(path: dict) -> str:
+    """`in the subgraph of <node>: ` for each subgraph on the path (the prefix of error messages)."""
+    return "".join(f"in the subgraph of {describe(node)}: " for node, _ in path.values() if node is not None)
 
 
 # The printer writes names as they are; the parser reads `%` followed by these characters.
@@ -61,16 +89,13 @@ class _Verifier:
         self.live: set[Node] = set()          # nodes reached (return pseudo-nodes included)
         self.subgraphs: list[tuple[Node, Graph]] = []
 
-    def run(self) -> None:
+    def run(self) -> list[tuple[Node, Graph]]:
+        """Check the graph (not its subgraphs); return its subgraphs with the nodes holding them."""
         if self.graph.block.owner is not None:
             raise IRVerifyError("the graph's top block is owned by a node")
         self.block(self.graph.block)
         self.check_uses()
-        for node, sub in self.subgraphs:
-            try:
-                verify(sub)
-            except IRVerifyError as e:
-                raise IRVerifyError(f"in the subgraph of {describe(node)}: {e}") from None
+        return self.subgraphs
 
     # -- the walk -------------------------------------------------------------------------------------
     def block(self, block: Block) -> None:
