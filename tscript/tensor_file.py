@@ -126,6 +126,7 @@ class _Decoder:
         if node.__class__ in _SCALARS:
             return node
         kind = node.get("type") if isinstance(node, dict) else None
+        kind = kind if isinstance(kind, str) else None  # a list or dict "type" is no node (nor hashable)
         if kind == "tensor":
             return self._tensor(node)
         if kind in _SEQUENCES:

@@ -12,9 +12,26 @@ zip, is truncated, lacks the manifest or a listed member, holds an unlisted memb
 whose checksum or size differs (tampered), or names another format or an unknown version. Arrays
 are stored as `.npy` and read with `allow_pickle=False`: reading an archive never runs code.
 
-Writing to a path is atomic: the archive goes to a temporary file in the same directory that
-replaces the target only once it is complete, so a failure never leaves a half-written file and
-never loses an existing one. Needs only the standard library and numpy.
+Sizes are bounded from the zip's directory before anything is read or inflated, so a small file
+cannot make a reader allocate or hash much more than its own size:
+
+- MAX_MANIFEST_BYTES (64 MiB): the manifest's size (tscript refuses to write a larger one).
+- The members' bytes in the file add up to at most the file's size: members may not overlap or
+  claim more than the file holds. Stored members (all that tscript writes) are read where they
+  lie in the file (a memory map), so a parameter may be as large as the file allows.
+- Compressed members (other zip tools' files) are inflated into memory: together they may inflate
+  to at most MAX_INFLATED_BYTES (1 GiB), and, beyond the first RATIO_FREE_BYTES (1 MiB), to at
+  most MAX_COMPRESSION_RATIO (100) times their compressed size (weights compress about 1.1 times,
+  text 5 to 10 times; a zip bomb about 1000 times).
+
+Writing to a path is atomic: the archive goes to a temporary file `.<name>.<16 hex digits>.tmp` in
+the same directory that replaces the target only once it is complete, so a failure never leaves a
+half-written file and never loses an existing one. A save killed before it could clean up leaves
+its temporary file behind: each save sweeps those of its target that are older than
+SWEEP_AFTER_SECONDS (60) and not locked by a live writer (a writer holds an exclusive `flock` on
+its temporary file while writing it, released when the file is complete or its process dies; where
+there is no `flock`, the age alone decides: writing keeps the file's modification time recent).
+Needs only the standard library and numpy.
 """
 from __future__ import annotations
 
@@ -30,17 +47,29 @@ import re
 import secrets
 import shutil
 import struct
+import time
+import tokenize
 import zipfile
 import zlib
 from dataclasses import dataclass
 
 import numpy as np
 
+try:
+    import fcntl
+except ImportError:  # Windows: the age of a temporary file alone tells a killed save's
+    fcntl = None
+
 from . import dtypes as dt
 from .errors import ModelError
 
 MANIFEST = "manifest.json"
 _RESERVED = ("format", "version", "members")
+MAX_MANIFEST_BYTES = 64 << 20
+MAX_INFLATED_BYTES = 1 << 30
+MAX_COMPRESSION_RATIO = 100
+RATIO_FREE_BYTES = 1 << 20
+SWEEP_AFTER_SECONDS = 60
 
 
 @dataclass
@@ -86,7 +115,11 @@ def _manifest(fmt: str, version: int, payload: dict, members: dict) -> bytes:
     listing = {name: {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
                for name, data in members.items()}
     manifest = {"format": fmt, "version": version, **payload, "members": listing}
-    return json.dumps(manifest, indent=1).encode()
+    data = json.dumps(manifest, indent=1).encode()
+    if len(data) > MAX_MANIFEST_BYTES:  # no reader would open the file
+        raise ValueError(f"the manifest would have {len(data)} bytes, more than MAX_MANIFEST_BYTES "
+                         f"({MAX_MANIFEST_BYTES}): too many objects to describe")
+    return data
 
 
 def _write_zip(stream, manifest: bytes, members: dict) -> None:
@@ -113,11 +146,13 @@ def _aligned(zf: zipfile.ZipFile, name: str) -> zipfile.ZipInfo:
 def _write_atomic(path: str, manifest: bytes, members: dict) -> None:
     path = os.path.realpath(path)  # replace a symlink's target, not the link
     directory, base = os.path.split(path)
+    _sweep(directory, base)
     tmp = os.path.join(directory, f".{base}.{secrets.token_hex(8)}.tmp")
     # Mode 0o666 lets the umask decide, as open() would (mkstemp's files are private).
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
+            _lock(f.fileno())  # until it is complete: a save in progress is never swept
             _write_zip(f, manifest, members)
             f.flush()
             os.fsync(f.fileno())
@@ -128,6 +163,46 @@ def _write_atomic(path: str, manifest: bytes, members: dict) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _sweep(directory: str, base: str) -> None:
+    """Remove the temporary files of earlier saves to `base` that were killed before cleaning up:
+    those older than SWEEP_AFTER_SECONDS that no live writer holds locked (best effort)."""
+    pattern = re.compile(rf"\.{re.escape(base)}\.[0-9a-f]{{16}}\.tmp")
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(directory):
+            if pattern.fullmatch(entry.name) and _abandoned(entry):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+
+
+def _abandoned(entry: os.DirEntry) -> bool:
+    """Is this temporary file old and unlocked? (Writers only ever create new ones, so it stays so.)"""
+    try:
+        if not entry.is_file(follow_symlinks=False) or \
+                time.time() - entry.stat(follow_symlinks=False).st_mtime <= SWEEP_AFTER_SECONDS:
+            return False
+        fd = os.open(entry.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return False
+    try:
+        return _lock(fd)
+    finally:
+        os.close(fd)
+
+
+def _lock(fd: int) -> bool:
+    """Take an exclusive flock on `fd` (held until it is closed, or its process dies): False when
+    another process holds it; True too where there is no flock (then the age alone decides)."""
+    if fcntl is None:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:  # a file system without locks
+        pass
+    return True
 
 
 # -- reading ----------------------------------------------------------------------------------------
@@ -146,6 +221,7 @@ def read_archive(source, fmt: str, versions) -> Archive:
     name = source_name(source)
     try:
         with zipfile.ZipFile(source) as zf:
+            _check_sizes(zf, name)
             manifest = _read_manifest(zf, name, fmt, versions)
             _check_no_extra(zf, name, manifest["members"])
             members = _read_members(zf, name, manifest["members"])
@@ -158,6 +234,41 @@ def read_archive(source, fmt: str, versions) -> Archive:
     except (OSError, ValueError, RuntimeError, zlib.error) as e:  # unreadable stream, encrypted member, ...
         raise ModelError(f"{name}: cannot read the archive: {e}") from None
     return Archive(name, manifest, members)
+
+
+def _check_sizes(zf: zipfile.ZipFile, name: str) -> None:
+    """The size limits of the module docstring, from the zip's directory alone (nothing is read)."""
+    in_file = sum(info.compress_size for info in zf.infolist())
+    size = _file_size(zf)
+    if in_file > size:
+        raise ModelError(f"{name}: its members claim {in_file} bytes of a file of {size} bytes (members that "
+                         f"overlap, a zip bomb, or a corrupt zip file)")
+    inflated = compressed = 0
+    for info in zf.infolist():
+        where = f"{name}: member '{info.filename}'"
+        if info.filename == MANIFEST and info.file_size > MAX_MANIFEST_BYTES:
+            raise ModelError(f"{where} has {info.file_size} bytes, more than MAX_MANIFEST_BYTES ({MAX_MANIFEST_BYTES})")
+        if info.compress_type == zipfile.ZIP_STORED:
+            if info.file_size != info.compress_size:
+                raise ModelError(f"{where} is stored with {info.compress_size} bytes but claims {info.file_size} "
+                                 f"(a corrupt zip file)")
+            continue
+        inflated, compressed = inflated + info.file_size, compressed + info.compress_size
+        if inflated > MAX_INFLATED_BYTES:
+            raise ModelError(f"{where}: the compressed members would inflate to {inflated} bytes or more, beyond "
+                             f"MAX_INFLATED_BYTES ({MAX_INFLATED_BYTES}); tscript stores members uncompressed")
+        if inflated > max(RATIO_FREE_BYTES, MAX_COMPRESSION_RATIO * compressed):
+            raise ModelError(f"{where}: the compressed members would inflate {inflated // max(compressed, 1)} times "
+                             f"(from {compressed} to {inflated} bytes), beyond MAX_COMPRESSION_RATIO "
+                             f"({MAX_COMPRESSION_RATIO}): a zip bomb?")
+
+
+def _file_size(zf: zipfile.ZipFile) -> int:
+    position = zf.fp.tell()
+    try:
+        return zf.fp.seek(0, os.SEEK_END)
+    finally:
+        zf.fp.seek(position)
 
 
 def _read_manifest(zf: zipfile.ZipFile, name: str, fmt: str, versions) -> dict:
@@ -292,8 +403,9 @@ def _npy_header(view: memoryview) -> tuple:
 
 def read_array(data, where: str) -> np.ndarray:
     """A `.npy` payload (bytes-like; a writable one, such as a view of the archive's private memory
-    map, the array reads in place) as a C-contiguous, writable array of a tscript dtype; pickled data, object arrays, other dtypes and a header that
-    does not match the payload's size are refused with a ModelError naming `where`."""
+    map, the array reads in place) as a C-contiguous, writable array of a tscript dtype; pickled data,
+    object arrays, other dtypes and a header that does not match the payload's size are refused with
+    a ModelError naming `where`, before anything is allocated."""
     view = memoryview(data)
     if view[:len(NPY_MAGIC)] != NPY_MAGIC:
         if view[:1] == b"\x80":
@@ -303,18 +415,22 @@ def read_array(data, where: str) -> np.ndarray:
         raise ModelError(f"{where}: not a valid .npy array (no .npy magic)")
     try:
         shape, fortran, dtype, offset = _npy_header(view)
-    except (ValueError, OSError, EOFError, SyntaxError, TypeError) as e:
-        raise ModelError(f"{where}: not a valid .npy array ({e})") from None
+    except (ValueError, OSError, EOFError, SyntaxError, TypeError, tokenize.TokenError) as e:
+        reason = f"its header: {e.args[0]}" if isinstance(e, tokenize.TokenError) else e  # (its str is a tuple)
+        raise ModelError(f"{where}: not a valid .npy array ({reason})") from None
     if dtype.hasobject:
         raise ModelError(f"{where}: refusing to load pickled data (an array of Python objects)")
     native = dtype.newbyteorder("=")
     if native not in dt.ALL:
         raise ModelError(f"{where}: unsupported array dtype {dtype}")
     count = int(np.prod(shape, dtype=object))
-    if count * dtype.itemsize != len(view) - offset:
+    if not all(type(d) is int and d >= 0 for d in shape) or count * dtype.itemsize != len(view) - offset:
         raise ModelError(f"{where}: not a valid .npy array (its header says {list(shape)} of {dtype}, the payload "
                          f"holds {len(view) - offset} bytes)")
-    array = np.frombuffer(data, dtype, count, offset).reshape(shape, order="F" if fortran else "C")
+    try:
+        array = np.frombuffer(data, dtype, count, offset).reshape(shape, order="F" if fortran else "C")
+    except ValueError as e:  # more dims than numpy allows, a dim beyond its index range (of an empty array)
+        raise ModelError(f"{where}: not a valid .npy array (shape {list(shape)}: {e})") from None
     if array.dtype != native or not (array.flags.c_contiguous and array.flags.writeable):
         array = np.array(array, dtype=native, order="C")
     return array

@@ -19,6 +19,10 @@ Inputs are read with their strides where the plan can take them (else as C-conti
 everything computed is C-contiguous. A signature the entry cannot serve (a batched matmul, mixed
 dtypes, shapes that are an error) gets no plan: the caller runs the executor instead, which also
 raises the error that names the node.
+
+`prepare` (at load, for the shapes a saved model names) makes a plan and this thread's arena ahead
+of a first run, but no arena beyond MAX_PREPARED_ARENA (1 GiB): a larger one is made by the first
+run that needs it, so a file cannot make loading take memory at its word.
 """
 from __future__ import annotations
 
@@ -35,8 +39,7 @@ from .errors import OpError
 from .graph_json import TensorRef, decode_attr
 from .ops import OPS
 from .ops.registry import TensorMeta
-
-GROUPS = ("tscript::FusionGroup", "tscript::RowGroup")
+from .prims import GROUPS
 # Views that keep a C-contiguous input's element order: the output shares the input's root.
 ALIASES = {"aten::view", "aten::reshape", "aten::flatten", "aten::squeeze", "aten::unsqueeze",
            "aten::contiguous", "aten::detach"}
@@ -231,11 +234,11 @@ class EntryLayout:
             if any(self.kinds.get(v) == "container" for v in ins) or \
                     (kind not in SHAPE_READS and any(self.kinds.get(v) == "tensor" for v in ins)):
                 raise NotLowerable(f"{kind} takes a tensor")
-            for o in node["outputs"]:
-                is_tensor = kind == "prim::Constant" and isinstance(node.get("attrs", {}).get("value"), dict)
-                self.kinds[o["name"]] = "tensor" if is_tensor else "value"
-                if is_tensor:
-                    self._fixed_root(o["name"], ("constant", decode_attr(node["attrs"]["value"]).name))
+            value = decode_attr(node.get("attrs", {}).get("value")) if kind == "prim::Constant" else None
+            for o in node["outputs"]:  # a constant is a tensor when it refers to one, not for its other tagged values
+                self.kinds[o["name"]] = "tensor" if isinstance(value, TensorRef) else "value"
+                if isinstance(value, TensorRef):
+                    self._fixed_root(o["name"], ("constant", value.name))
         else:
             raise NotLowerable(f"{kind} has no native lowering")
 
@@ -273,9 +276,11 @@ class EntryLayout:
     def _gemm(self, index: int, node: dict, out: str, step) -> None:
         g = GEMMS[node["kind"]]
         ins = node["inputs"]
-        if len(ins) <= max(g.a, g.b, g.bias or 0, *g.units):
+        if len(ins) <= max(g.a, g.b):
             raise NotLowerable(f"{node['kind']} with {len(ins)} inputs")
-        bias = ins[g.bias] if g.bias is not None and self.kinds.get(ins[g.bias]) == "tensor" else None
+        # inputs left out take the schema's defaults: no bias, beta and alpha 1 (_plan_gemm)
+        bias = ins[g.bias] if g.bias is not None and g.bias < len(ins) and self.kinds.get(ins[g.bias]) == "tensor" \
+            else None
         if self.kinds.get(ins[g.a]) != "tensor" or self.kinds.get(ins[g.b]) != "tensor":
             raise NotLowerable(f"{node['kind']} of values that are not tensors")
         function = GEMM_DTYPES.get(_tensor_type(node["outputs"][0].get("type", ""))[1])
@@ -489,7 +494,8 @@ def _plan_gemm(step: GemmStep, node: dict, env: dict, ints) -> None:
     dtype = {f: d for d, f in GEMM_DTYPES.items()}[step.function]
     if any(t.dtype != dtype for t in (a, b, out) + ((bias,) if bias is not None else ())):
         raise Unplannable(f"{step.kind} of mixed dtypes")
-    if any(env[node["inputs"][i]] != 1 for i in GEMMS[step.kind].units):
+    ins = node["inputs"]
+    if any(i < len(ins) and env[ins[i]] != 1 for i in GEMMS[step.kind].units):
         raise Unplannable(f"{step.kind} with beta or alpha other than 1")
     if a.ndim == 0 or not 1 <= b.ndim <= 2 or (step.trans_b and b.ndim != 2):
         raise Unplannable(f"{step.kind} of shapes {a.shape} and {b.shape} (batched)")
@@ -606,6 +612,7 @@ def _step_values(step) -> list:
 
 _ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 _MAX_PLANS = 64
+MAX_PREPARED_ARENA = 1 << 30
 
 
 def _interface_pointer(a: np.ndarray) -> int:
@@ -681,10 +688,11 @@ class GraphEntry:
         return results if self._structure is None else [_rebuild(s, results) for s in self._structure]
 
     def prepare(self, args: list) -> bool:
-        """Make the plan for the signature of `args` now, and this thread's arena for it (a first run
-        then costs what later ones do); False when that signature is for the executor."""
+        """Make the plan for the signature of `args` now, and this thread's arena for it up to
+        MAX_PREPARED_ARENA bytes (a first run then costs what later ones do); False when that
+        signature is for the executor."""
         found = self._plan_of(args)
-        if found is not None and found[2].arena.nbytes < found[0].arena:
+        if found is not None and found[2].arena.nbytes < found[0].arena <= MAX_PREPARED_ARENA:
             self._grow_arena(found[2], found[3], found[0].arena)
         return found is not None
 

@@ -17,6 +17,8 @@ import numpy as np
 
 from . import dtypes as dt
 from .errors import ModelError
+from .ops import OPS
+from .prims import GROUPS, NODE_SHAPES
 
 FORMAT, VERSION = "tscript-graph", 1
 
@@ -83,7 +85,9 @@ def decode_attr(data):
 
 def check_graph(data) -> dict:
     """Validate the structure of a graph document, its subgraphs (graph-valued attributes) included:
-    names, nesting, definitions before uses."""
+    names, nesting, definitions before uses, and what each node's kind needs (input and output
+    counts within its op's schema, the blocks of prim::If and prim::Loop, a group's subgraph, the
+    attributes a prim reads), so that running a checked document never fails on its structure."""
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ModelError("not a tscript graph document")
     if data.get("version") != VERSION:
@@ -136,3 +140,65 @@ def _check_block(nodes: list, defined: set) -> None:
                 if not isinstance(r, str) or r not in inner:
                     raise ModelError(f"block of {node['kind']} returns undefined %{r}")
         defined.update(_name(o, "node output") for o in _list(node, "outputs"))
+        _check_kind(node)
+
+
+# -- what each kind of node needs (so a document the executor runs never fails on its structure) ----
+
+def _check_kind(node: dict) -> None:
+    """The inputs, outputs, blocks and attributes `node`'s kind needs (of a node whose lists are
+    checked); kinds this runtime does not know are the loader's to refuse."""
+    kind, n_in, n_out, blocks = node["kind"], len(node["inputs"]), len(node["outputs"]), node.get("blocks", [])
+    if kind == "prim::If":
+        _count(kind, "inputs", n_in, 1, 1)
+        _blocks(kind, blocks, 2, params=0, returns=n_out)
+    elif kind == "prim::Loop":  # (max trips, condition, *carried) -> carried; body (i, *carried) -> (cond, *carried)
+        _count(kind, "inputs", n_in, 2, None)
+        _count(kind, "outputs", n_out, n_in - 2, n_in - 2)
+        _blocks(kind, blocks, 1, params=n_in - 1, returns=n_in - 1)
+    elif blocks:
+        raise ModelError(f"{kind} has blocks (only prim::If and prim::Loop have them)")
+    elif kind in GROUPS:
+        _group(node, n_in, n_out)
+    elif kind in NODE_SHAPES:
+        lo, hi, outs, attrs = NODE_SHAPES[kind]
+        _count(kind, "inputs", n_in, lo, hi)
+        if outs is not None:
+            _count(kind, "outputs", n_out, outs, outs)
+        for name, kind_of in attrs.items():
+            if not isinstance(node.get("attrs", {}).get(name), kind_of):
+                raise ModelError(f"{kind} needs a {kind_of.__name__} attribute '{name}'")
+        if kind == "prim::DictConstruct" and n_in % 2:
+            raise ModelError(f"{kind} takes keys and values (an even number of inputs), got {n_in}")
+    elif kind in OPS:
+        op = OPS[kind]
+        _count(kind, "inputs", n_in, op.n_required, len(op.schema.args), f" ({op.schema})")
+        _count(kind, "outputs", n_out, len(op.schema.returns), len(op.schema.returns), f" ({op.schema})")
+
+
+def _count(kind: str, what: str, n: int, lo: int, hi: int | None, schema: str = "") -> None:
+    if n < lo or (hi is not None and n > hi):
+        wanted = str(lo) if lo == hi else f"at least {lo}" if hi is None else f"{lo} to {hi}"
+        noun = what[:-1] if wanted == "1" else what  # "1 input"
+        raise ModelError(f"{kind} takes {wanted} {noun}{schema}, got {n}")
+
+
+def _blocks(kind: str, blocks: list, n: int, params: int, returns: int) -> None:
+    if len(blocks) != n:
+        raise ModelError(f"{kind} needs {n} block{'s' * (n != 1)}, got {len(blocks)}")
+    for i, b in enumerate(blocks):
+        if len(b["params"]) != params or len(b["returns"]) != returns:
+            raise ModelError(f"{kind}: block {i} takes {len(b['params'])} parameters and returns "
+                             f"{len(b['returns'])} values, expected {params} and {returns}")
+
+
+def _group(node: dict, n_in: int, n_out: int) -> None:
+    """A fused group: its subgraph (already checked) takes the node's inputs and gives its one output."""
+    kind, sub = node["kind"], node.get("attrs", {}).get("subgraph")
+    if not (isinstance(sub, dict) and set(sub) == {"graph"}):
+        raise ModelError(f"{kind} needs a 'subgraph' attribute (a graph)")
+    _count(kind, "outputs", n_out, 1, 1)
+    sub_in, sub_out = len(sub["graph"]["inputs"]), len(sub["graph"]["outputs"])
+    if (sub_in, sub_out) != (n_in, n_out):
+        raise ModelError(f"{kind}: its subgraph takes {sub_in} inputs and returns {sub_out} values, the node has "
+                         f"{n_in} inputs and {n_out} outputs")

@@ -50,7 +50,7 @@ from .executable import Executable
 from .graph_json import check_graph
 from .ops import OPS
 from .prims import PRIMS
-from .signature import Signature, TensorSpec, TupleSpec
+from .signature import MAX_EXAMPLE_ELEMENTS, Signature, TensorSpec, TupleSpec
 
 FORMAT, VERSION = "tscript-model", 2
 READABLE_VERSIONS = {1, 2}  # version 1: its native code members are never read (see the docstring)
@@ -198,6 +198,9 @@ def _read_graph(archive: Archive, member: str) -> dict:
         if kind not in OPS and kind not in PRIMS and kind not in CONTROL_FLOW:
             raise archive.error(f"member '{member}': the graph uses unknown op '{kind}' (not in this runtime's "
                                 f"op table)")
+        if kind == "prim::PythonOp":  # tscript.jit.save refuses these: a file holding one is not tscript's
+            raise archive.error(f"member '{member}': the graph calls the Python function '{node['attrs']['name']}', "
+                                f"which a saved model cannot do (a model file holds no code)")
     return graph
 
 
@@ -300,11 +303,12 @@ class Model:
 
     def _prepare(self, entry: EntryPoint, executable: Executable) -> None:
         """Plan the whole-graph entry for the signature's example shapes now, so that a first run
-        with inputs of those shapes costs what later ones do."""
-        if executable.entry is None:
+        with inputs of those shapes costs what later ones do; not for examples of more than
+        MAX_EXAMPLE_ELEMENTS elements (the file chose them: loading must not allocate at its word)."""
+        if executable.entry is None or entry.signature.example_elements() > MAX_EXAMPLE_ELEMENTS:
             return
         try:
-            args = entry.signature.check(entry.signature.example_inputs(np.random.default_rng(0)))
+            args = entry.signature.check(entry.signature.example_inputs())
             executable.prepare([self._tree] + args if entry.takes_self else args)
         except Exception:  # a signature without usable examples: the first run plans instead
             pass

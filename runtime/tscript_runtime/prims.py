@@ -70,6 +70,30 @@ PRIMS = {
     "prim::PythonOp": _python_op,
 }
 
+GROUPS = ("tscript::FusionGroup", "tscript::RowGroup")  # fused ops: a "subgraph" attribute (and a native "kernel")
+
+# What a graph document must give each prim (checked when it is loaded, graph_json.check_graph):
+# (fewest inputs, most inputs or None for any, outputs or None for any, {attribute: its type}).
+# Groups and control flow have checks of their own there.
+NODE_SHAPES = {
+    "prim::Constant": (0, 0, 1, {}),
+    "prim::GetAttr": (1, 1, 1, {"name": str}),
+    "prim::ListConstruct": (0, None, 1, {}),
+    "prim::TupleConstruct": (0, None, 1, {}),
+    "prim::DictConstruct": (0, None, 1, {}),  # and an even count: keys and values (graph_json)
+    "prim::ListUnpack": (1, 1, None, {}),
+    "prim::TupleUnpack": (1, 1, None, {}),
+    "prim::TupleIndex": (2, 2, 1, {}),
+    "aten::__getitem__": (2, 2, 1, {}),
+    "aten::len": (1, 1, 1, {}),
+    "aten::dim": (1, 1, 1, {}),
+    "prim::dtype": (1, 1, 1, {}),
+    "prim::RaiseException": (0, 1, 0, {}),
+    "prim::Uninitialized": (0, 0, 1, {}),
+    "prim::unchecked_cast": (1, 1, 1, {}),
+    "prim::PythonOp": (0, None, None, {"name": str}),
+}
+
 # Multi-output prims return a tuple that is spread over the node's outputs.
 SPREAD = {"prim::ListUnpack", "prim::TupleUnpack"}
 

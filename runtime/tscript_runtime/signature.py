@@ -12,11 +12,15 @@ In a manifest a signature is JSON data. Every value is described by a *spec*:
 Shape entries are ints (fixed sizes), strings (symbolic sizes: every dim of that name must have
 the same size across the inputs of one call, e.g. "batch") or null (any size); a null dtype or
 shape means "any". A tensor spec may carry "example_shape", the sizes it was traced with (what
-`tsrt bench` feeds when no input is given). An entry point's inputs are specs with a "name";
-its outputs are a list of specs, one per graph output.
+`tsrt bench` feeds when no input is given, and what a loaded model plans its native entry for).
+A file's example shapes may be anything, so loading plans for them only when the example inputs
+hold at most MAX_EXAMPLE_ELEMENTS (2**24) elements together; for larger ones the first run plans.
+An entry point's inputs are specs with a "name"; its outputs are a list of specs, one per graph
+output.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +29,7 @@ from . import dtypes as dt
 from .errors import InputError, ModelError, fmt_shape
 
 SCALARS = ("int", "float", "bool", "str", "none", "any")
+MAX_EXAMPLE_ELEMENTS = 1 << 24
 DICT_KEYS = {"str": str, "int": int}
 
 
@@ -183,9 +188,14 @@ class Signature:
         return [_check(spec, v, f"input '{n}' (position {i})", symbols)
                 for i, ((n, spec), v) in enumerate(zip(self.inputs, values))]
 
-    def example_inputs(self, rng: np.random.Generator) -> list:
-        """Random inputs that satisfy the signature (example sizes where known, else 1)."""
+    def example_inputs(self, rng: np.random.Generator | None = None) -> list:
+        """Inputs that satisfy the signature (example sizes where known, else 1): random numbers
+        from `rng`, or zeros without one (enough to plan for: planning reads shapes only)."""
         return [_example(spec, rng) for _, spec in self.inputs]
+
+    def example_elements(self) -> int:
+        """How many elements the example inputs hold together (nothing is allocated)."""
+        return sum(_example_elements(spec) for _, spec in self.inputs)
 
 
 # -- checking inputs --------------------------------------------------------------------------------
@@ -280,11 +290,24 @@ def _dtype_name(dtype) -> str:
 _EXAMPLE_SCALARS = {"int": 1, "float": 1.0, "bool": False, "str": "", "none": None, "any": None}
 
 
-def _example(spec, rng: np.random.Generator):
+def _example_shape(spec: TensorSpec) -> tuple:
+    return spec.example_shape or tuple(d if isinstance(d, int) else 1 for d in spec.shape or ())
+
+
+def _example_elements(spec) -> int:
     if isinstance(spec, TensorSpec):
-        shape = spec.example_shape or tuple(d if isinstance(d, int) else 1 for d in spec.shape or ())
-        dtype = spec.dtype or dt.float32
-        if dt.is_float(dtype):
+        return math.prod(_example_shape(spec))
+    if isinstance(spec, TupleSpec):
+        return sum(map(_example_elements, spec.items))
+    if isinstance(spec, ListSpec):
+        return _example_elements(spec.item)
+    return 0
+
+
+def _example(spec, rng: np.random.Generator | None):
+    if isinstance(spec, TensorSpec):
+        shape, dtype = _example_shape(spec), spec.dtype or dt.float32
+        if rng is not None and dt.is_float(dtype):
             return rng.standard_normal(shape).astype(dtype)
         return np.zeros(shape, dtype)  # zeros are valid indices and masks
     if isinstance(spec, ScalarSpec):

@@ -11,9 +11,12 @@ from collections import OrderedDict, namedtuple
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tscript as ts
 from tests.conftest import assert_close
+from tests.runtime.json_paths import json_paths
 from tscript_runtime import ModelError
 
 DTYPES = [ts.float32, ts.float64, ts.int32, ts.int64, ts.bool]
@@ -289,6 +292,9 @@ def test_pickled_object_array_is_refused_and_never_executed(saved, tmp_path):
 
 @pytest.mark.parametrize("obj,match", [
     ({"type": "set", "items": []}, "malformed structure: unexpected node"),
+    ({"type": {"list": 1}, "items": []}, "malformed structure: unexpected node"),  # not hashable
+    ({"type": ["tensor"], "member": "tensors/0.npy"}, "malformed structure: unexpected node"),
+    ({"type": "list", "items": [{"type": {}}]}, "malformed structure: unexpected node"),
     ([1, 2], "malformed structure: unexpected node"),
     ({"type": "list"}, "'list' node without a valid 'items'"),
     ({"type": "dict", "items": [[[1], 2]]}, "bad dict item"),
@@ -303,6 +309,31 @@ def test_malformed_structure(saved, obj, match):
     rewrite(saved, manifest={"object": obj})
     with pytest.raises(ModelError, match=match):
         ts.load(saved)
+
+
+ODD_VALUES = [None, 0, -1, 1.5, "", "x", [], {}, [1], [[1]], {"a": 1}, True, "float32", {"type": "tensor"},
+              {"type": {}}, ["list"]]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_field_of_the_object_of_any_type_is_a_model_error_or_loads(saved, data):
+    original = saved.read_bytes()
+    obj = {"type": "dict", "items": [["w", {"type": "tensor", "member": "tensors/0.npy", "dtype": "float32",
+                                             "shape": [2, 4], "requires_grad": False}],
+                                      ["l", {"type": "list", "items": [1, {"type": "tuple", "items": [2.5]}]}]]}
+    where = data.draw(st.sampled_from(list(json_paths(obj))), label="field")
+    doc = json.loads(json.dumps(obj))
+    target = doc
+    for key in where[:-1]:
+        target = target[key]
+    target[where[-1]] = data.draw(st.sampled_from(ODD_VALUES), label="value")
+    rewrite(saved, manifest={"object": doc})
+    try:
+        ts.load(saved)
+    except ModelError:
+        pass
+    saved.write_bytes(original)
 
 
 def replace_manifest(path, text: str):

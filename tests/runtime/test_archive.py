@@ -4,6 +4,7 @@ import hashlib
 import io
 import json
 import os
+import struct
 import zipfile
 
 import numpy as np
@@ -245,6 +246,46 @@ def test_raw_pickle_instead_of_npy_is_refused(tmp_path):
 def test_bad_npy_payloads(payload, match):
     with pytest.raises(ModelError, match=match):
         read_array(payload, "x")
+
+
+def npy_with_header(header: str, payload: bytes, version=(1, 0)) -> bytes:
+    """A .npy file with this header text (padded as numpy pads it) and payload."""
+    text, short = header.encode("latin1"), version == (1, 0)
+    text += b" " * (-((10 if short else 12) + len(text) + 1) % 64) + b"\n"
+    return b"\x93NUMPY" + bytes(version) + struct.pack("<H" if short else "<I", len(text)) + text + payload
+
+
+EXACT = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }"  # numpy's own format: read directly
+OTHER = "{'shape': %s, 'descr': '<f4', 'fortran_order': False}"   # another order: numpy's reader reads it
+
+
+@pytest.mark.parametrize("version", [(1, 0), (2, 0), (3, 0)])
+@pytest.mark.parametrize("header,payload,match", [
+    (EXACT[:-3], b"", r"not a valid .npy array \(its header: EOF in multi-line statement\)"),  # unbalanced brace
+    (OTHER[:-1], b"", r"not a valid .npy array \(its header: EOF in multi-line statement\)"),
+    ("{", b"", "not a valid .npy array"),
+    (EXACT % "(100000000000, 100000000000)", bytes(12),
+     r"its header says \[100000000000, 100000000000\] of float32, the payload holds 12 bytes"),
+    (OTHER % "(100000000000, 100000000000)", bytes(12),
+     r"its header says \[100000000000, 100000000000\] of float32, the payload holds 12 bytes"),
+    (OTHER % "(-1, -3)", bytes(12), r"its header says \[-1, -3\]"),
+    (OTHER % "(True, 3)", bytes(12), r"its header says \[True, 3\]"),
+    (EXACT % "(0, 9999999999999999999)", b"", "Maximum allowed dimension exceeded"),
+    (OTHER % "(0, 99999999999999999999999)", b"", "Maximum allowed dimension exceeded"),
+    (OTHER % ("(" + "0, " * 65 + ")"), b"", "maximum supported dimension"),
+    (OTHER.replace("'<f4'", "('<f4', (100000000000, 100000000000))") % "(2,)", b"", "not a valid .npy array"),
+    ("__import__('os').system('false')", b"", "not a valid .npy array"),
+])
+def test_hostile_npy_headers(header, payload, match, version):
+    with pytest.raises(ModelError, match="^x: .*" + match):
+        read_array(npy_with_header(header, payload, version), "x")
+
+
+def test_numpys_own_header_format_is_read_without_numpys_parser(monkeypatch):
+    monkeypatch.setattr(np.lib.format, "read_array_header_1_0", None)
+    data = npy_with_header(EXACT % "(2, 3)", np.arange(6, dtype="<f4").tobytes())
+    np.testing.assert_array_equal(read_array(data, "x"), np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert array_bytes(np.zeros((2, 3), np.float32))[10:].startswith(EXACT.split(" 'shape'")[0].encode())
 
 
 def test_npz_instead_of_npy_is_refused():

@@ -15,6 +15,7 @@ import tscript as ts
 import tscript_runtime as rt
 from tscript import nn
 from tscript_runtime import ModelError
+from tscript_runtime.errors import OpError
 
 from tests.runtime.json_paths import json_paths
 
@@ -228,6 +229,201 @@ def test_graph_referring_to_a_missing_constant(path):
                                                      "attrs": {"value": {"tensor": "c9"}}}))
     with pytest.raises(ModelError, match="model.tsm: entry point 'forward': .*tensor constant 'c9'"):
         rt.load(path)
+
+
+# -- what each kind of node needs: refused at load, never a KeyError or IndexError in a run ----------
+
+def looping(x, n: int):
+    for _ in range(n):
+        x = x * 2
+    if bool(x.sum() > 0):
+        x = x + 1
+    else:
+        x = x - 1
+    return x
+
+
+@pytest.fixture
+def scripted(tmp_path):
+    p = tmp_path / "scripted.tsm"
+    ts.jit.save(ts.jit.script(looping), p)
+    return p
+
+
+def node(graph, kind, i=0) -> dict:
+    return [n for n in graph["nodes"] if n["kind"] == kind][i]
+
+
+def del_items(items: list, keep: int) -> None:
+    del items[keep:]
+
+
+@pytest.mark.parametrize("edit,match", [
+    (lambda g: node(g, "prim::Loop").pop("blocks"), "prim::Loop needs 1 block, got 0"),
+    (lambda g: node(g, "prim::Loop").update(blocks=[]), "prim::Loop needs 1 block, got 0"),
+    (lambda g: node(g, "prim::Loop")["inputs"].pop(), "prim::Loop takes 0 outputs, got 1"),
+    (lambda g: del_items(node(g, "prim::Loop")["inputs"], 1), "prim::Loop takes at least 2 inputs, got 1"),
+    (lambda g: node(g, "prim::Loop")["blocks"][0]["params"].append({"name": "extra", "type": "int"}),
+     "prim::Loop: block 0 takes 3 parameters and returns 2 values, expected 2 and 2"),
+    (lambda g: node(g, "prim::If").update(inputs=[]), "prim::If takes 1 input, got 0"),
+    (lambda g: node(g, "prim::If")["blocks"].pop(), "prim::If needs 2 blocks, got 1"),
+    (lambda g: node(g, "prim::If")["blocks"][1]["returns"].clear(),
+     "prim::If: block 1 takes 0 parameters and returns 0 values, expected 0 and 1"),
+    (lambda g: node(g, "aten::gt")["inputs"].pop(), r"aten::gt takes 2 inputs \(aten::gt\(.*\) -> Tensor\), got 1"),
+    (lambda g: node(g, "aten::gt")["inputs"].extend(["x"] * 3), "aten::gt takes 2 inputs .*, got 5"),
+    (lambda g: node(g, "aten::gt")["outputs"].append({"name": "more", "type": "Tensor"}),
+     "aten::gt takes 1 output .*, got 2"),
+    (lambda g: node(g, "aten::gt").update(blocks=[{"params": [], "nodes": [], "returns": []}]),
+     "aten::gt has blocks \\(only prim::If and prim::Loop have them\\)"),
+])
+def test_a_node_without_what_its_kind_needs_is_refused_at_load(scripted, edit, match):
+    edit_graph(scripted, edit)
+    refused(scripted, "scripted.tsm: member 'forward.graph.json': " + match)
+
+
+@pytest.mark.parametrize("edit,match", [
+    (lambda g: node(g, "prim::GetAttr")["attrs"].pop("name"), "prim::GetAttr needs a str attribute 'name'"),
+    (lambda g: node(g, "prim::GetAttr")["attrs"].update(name=["weight"]), "prim::GetAttr needs a str attribute 'name'"),
+    (lambda g: node(g, "prim::GetAttr")["inputs"].clear(), "prim::GetAttr takes 1 input, got 0"),
+    (lambda g: del_items(node(g, "aten::linear")["inputs"], 1),
+     r"aten::linear takes 2 to 3 inputs \(aten::linear\(Tensor input, Tensor weight, Tensor\? bias=None\)"),
+    (lambda g: g["nodes"].insert(0, {"kind": "prim::DictConstruct", "inputs": ["input"],
+                                     "outputs": [{"name": "d", "type": "Any"}]}),
+     "prim::DictConstruct takes keys and values \\(an even number of inputs\\), got 1"),
+    (lambda g: g["nodes"].insert(0, {"kind": "prim::Constant", "inputs": [], "outputs": []}),
+     "prim::Constant takes 1 output, got 0"),
+])
+def test_a_prim_or_op_without_what_it_needs_is_refused_at_load(path, edit, match):
+    edit_graph(path, edit)
+    refused(path, "model.tsm: member 'forward.graph.json': " + match)
+
+
+def test_a_python_call_is_refused_at_load(path, scripted):
+    """tscript.jit.save refuses graphs that call Python (@tscript.jit.ignore): a file holding one is
+    refused by both loaders, not loaded to fail with a KeyError when called."""
+    def call_python(g):
+        linear = node(g, "aten::linear")
+        g["nodes"].append({"kind": "prim::PythonOp", "inputs": [linear["outputs"][0]["name"]],
+                           "outputs": [{"name": "shell", "type": "int"}], "attrs": {"name": "os.system"}})
+    edit_graph(path, call_python)
+    refused(path, "model.tsm: member 'forward.graph.json': the graph calls the Python function 'os.system', which a "
+                  "saved model cannot do")
+
+    def in_a_branch(g):
+        node(g, "prim::If")["blocks"][0]["nodes"].append(
+            {"kind": "prim::PythonOp", "inputs": [], "outputs": [], "attrs": {"name": "os.system"}})
+    edit_graph(scripted, in_a_branch)
+    refused(scripted, "the graph calls the Python function 'os.system'")
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """A compiled model saved with its native plan (a row kernel between two GEMMs), its input and output."""
+    ts.manual_seed(0)
+    module = nn.Sequential(nn.Linear(16, 32), nn.LayerNorm(32), nn.Linear(32, 10)).eval()
+    p = tmp_path_factory.mktemp("compiled") / "compiled.tsm"
+    ts.jit.save(ts.jit.compile(module, ts.randn(4, 16)), p)
+    x = np.random.default_rng(0).standard_normal((4, 16)).astype(np.float32)
+    return p, x, module(ts.tensor(x)).detach().numpy()
+
+
+@pytest.fixture
+def compiled_path(compiled, tmp_path):
+    p = tmp_path / "compiled.tsm"
+    p.write_bytes(compiled[0].read_bytes())
+    return p
+
+
+def group(g) -> dict:
+    return next(n for n in g["nodes"] if n["kind"] in ("tscript::FusionGroup", "tscript::RowGroup"))
+
+
+@pytest.mark.parametrize("edit,match", [
+    (lambda g: group(g)["attrs"].pop("subgraph"), "tscript::RowGroup needs a 'subgraph' attribute \\(a graph\\)"),
+    (lambda g: group(g)["attrs"].update(subgraph={"tuple": []}), "tscript::RowGroup needs a 'subgraph' attribute"),
+    (lambda g: group(g)["inputs"].pop(),
+     "tscript::RowGroup: its subgraph takes 3 inputs and returns 1 values, the node has 2 inputs and 1 outputs"),
+    (lambda g: del_items(node(g, "aten::linear")["inputs"], 1), "aten::linear takes 2 to 3 inputs"),
+])
+def test_a_group_or_gemm_without_what_it_needs_is_refused_at_load(compiled_path, edit, match):
+    edit_graph(compiled_path, edit)
+    refused(compiled_path, "compiled.tsm: member 'forward.graph.json': " + match)
+
+
+def test_a_plan_that_does_not_fit_its_graph_is_refused_naming_the_file(compiled_path):
+    edit_graph(compiled_path, lambda g: g["nodes"].insert(0, {"kind": "prim::Constant", "inputs": [],
+                                                              "outputs": [{"name": "k", "type": "int"}],
+                                                              "attrs": {"value": 1}}))  # moves the plan's nodes
+    refused(compiled_path, "compiled.tsm: entry point 'forward': .*native plan")
+
+
+def test_a_linear_without_its_optional_bias_runs_natively(compiled, compiled_path):
+    """An input the schema makes optional may be left out (the plan's GEMM then adds no bias)."""
+    _, x, expected = compiled
+    edit_graph(compiled_path, lambda g: node(g, "aten::linear", 1)["inputs"].pop())
+    model = rt.load(compiled_path)
+    assert model.executables["forward"].prepare([model._tree, x])  # the whole-graph entry runs it
+    np.testing.assert_allclose(model.run(x) + model.params["2.bias"], expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ts.jit.load(compiled_path)(ts.tensor(x)).numpy(), model.run(x), rtol=1e-6)
+
+
+@pytest.mark.parametrize("value", [{"tuple": [1, 2]}, {"dtype": "float64"}, {"float": "nan"}, None])
+def test_constants_that_are_not_tensors_are_not_planned_as_tensors(compiled, compiled_path, value):
+    _, x, expected = compiled
+    edit_graph(compiled_path, lambda g: g["nodes"].append(
+        {"kind": "prim::Constant", "inputs": [], "outputs": [{"name": "unused", "type": "Any"}],
+         "attrs": {"value": value}}))
+    model = rt.load(compiled_path)
+    assert model.executables["forward"].entry is not None
+    np.testing.assert_allclose(model.run(x), expected, rtol=1e-5, atol=1e-5)
+
+
+@st.composite
+def list_edits(draw, doc: dict):
+    """A list anywhere in the document with an element removed, duplicated or the list emptied."""
+    lists = [q for q in json_paths(doc) if isinstance(_get(doc, q), list) and _get(doc, q)]
+    where = draw(st.sampled_from(lists), label="list")
+    return where, draw(st.sampled_from(["drop first", "drop last", "duplicate", "empty"]), label="edit")
+
+
+def _get(doc, path):
+    for key in path:
+        doc = doc[key]
+    return doc
+
+
+def _edit_list(items: list, action: str) -> None:
+    if action == "drop first":
+        del items[0]
+    elif action == "drop last":
+        items.pop()
+    elif action == "duplicate":
+        items.append(json.loads(json.dumps(items[-1])))
+    else:
+        items.clear()
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_list_of_a_graph_cut_or_grown_is_a_model_error_or_runs(scripted, data):
+    """Structural damage anywhere in a graph with control flow: a ModelError at load, or a model that
+    runs or raises a clean error (an OpError naming the node), never a KeyError or IndexError."""
+    _, members = contents(scripted)
+    graph = json.loads(members["forward.graph.json"])
+    where, action = data.draw(list_edits(graph))
+    _edit_list(_get(graph, where), action)
+    p = scripted.with_name(f"cut-{len(where)}.tsm")
+    p.write_bytes(scripted.read_bytes())
+    rewrite(p, members={"forward.graph.json": json.dumps(graph).encode()})
+    for load, args in [(rt.load, (np.ones(3, np.float32), 2)), (ts.jit.load, (ts.ones(3), 2))]:
+        try:
+            model = load(p)
+        except ModelError:
+            continue
+        try:
+            model.run(*args) if load is rt.load else model(*args)
+        except OpError:
+            pass
 
 
 # -- parameter arrays -------------------------------------------------------------------------------

@@ -439,7 +439,10 @@ def load(f):
             raise ModelError(f"{saved.source}: cannot rebuild the module tree ({e})") from None
     if entry.plan is not None:
         dynamic = {i: dims for i, dims in entry.dynamic} or None
-        return CompiledModel(graph, module, dynamic, "forward" if module is not None else name, entry.plan)
+        try:
+            return CompiledModel(graph, module, dynamic, "forward" if module is not None else name, entry.plan)
+        except ModelError as e:  # the plan checked against the graph: name the file as the runtime does
+            raise ModelError(f"{saved.source}: entry point 'forward': {e}") from None
     return ScriptModule(module, graph) if module is not None else ScriptFunction(graph, name)
 
 
