@@ -126,12 +126,14 @@ def _check_pointwise(node: Node, pw, constants: dict) -> None:
     args = [constants.get(v, _NOT_CONSTANT) for v in node.inputs]
     if any(a is _NOT_CONSTANT for a in args[pw.n_values:]) or len(node.inputs) < pw.n_values:
         raise ModelError(f"{node.kind} in a kernel: inputs after the first {pw.n_values} must be constants")
-    for v in node.inputs[:pw.n_values]:
+    schema = OPS[node.kind].schema.args
+    for v, arg in zip(node.inputs[:pw.n_values], schema):
         if v not in constants and not isinstance(v.type, TensorType):
             if not (isinstance(v.type, ScalarType) and v.type.name in SCALARS):
                 raise ModelError(f"{node.kind} in a kernel reads %{v.name} of type {v.type}")
-        elif v in constants and not (constants[v] is None or isinstance(constants[v], (bool, int, float))):
-            raise ModelError(f"{node.kind} in a kernel reads the constant {constants[v]!r}")
+        elif v in constants and not (constants[v] is None and arg.optional or
+                                     isinstance(constants[v], (bool, int, float))):
+            raise ModelError(f"{node.kind} in a kernel reads the constant {constants[v]!r} as its '{arg.name}'")
     try:
         cdt = node_compute_dtype(pw, node, {v: c for v, c in constants.items() if v in node.inputs})
     except (OpError, TypeError, ValueError, KeyError, IndexError) as e:

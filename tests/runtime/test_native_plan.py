@@ -81,8 +81,16 @@ def _swap_op(graph: dict, kind: str) -> None:
     _sub(graph)["nodes"][-1]["kind"] = kind
 
 
+def _none_operand(graph: dict) -> None:
+    """The kernel's op reads a None constant (a prim::Constant without its value) as its tensor."""
+    sub = _sub(graph)
+    sub["nodes"].insert(0, {"kind": "prim::Constant", "inputs": [], "outputs": [{"name": "none", "type": "NoneType"}]})
+    sub["nodes"][-1]["inputs"][0] = "none"
+
+
 @pytest.mark.parametrize("edit, message", [
     (lambda g: _swap_op(g, "aten::matmul"), "aten::matmul cannot be computed in a pointwise kernel"),
+    (_none_operand, "aten::tanh in a kernel reads the constant None as its 'self'"),  # found by fuzz/fuzz_tsm_loader.py
     (lambda g: _retype_output(g, "Bool(2, 8)"), r"is declared Bool\(2, 8\), but the op's rules give float32"),
     (lambda g: _retype_output(g, "Float(2, 8, 1, 1, 1)"), r"declared Float\(2, 8, 1, 1, 1\), but the op's rules give "
                                                           r"float32\[2, 8\]"),
