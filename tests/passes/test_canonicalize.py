@@ -325,3 +325,31 @@ graph(%x : Float(2), %c : bool):
 """)
     assert canonicalize(g)
     assert "aten::mul" not in str(g)
+
+
+def test_copies_of_fresh_unwritten_results_go_copies_of_inputs_stay():
+    """What an in-place activation leaves once functional: clone(y) and to(.., copy=True) of a new
+    result; a copy of an input (the caller's memory) or of a view of it is kept."""
+    text = """
+graph(%x : Float(3)):
+  %t : bool = prim::Constant[value=True]()
+  %f32 : ScalarType = prim::Constant[value=tscript.float32]()
+  %y : Float(3) = aten::exp(%x)
+  %c : Float(3) = aten::clone(%y)
+  %r : Float(3) = aten::relu(%c)
+  %d : Float(3) = aten::to(%r, %f32, %t)
+  %k : Float(3) = aten::clone(%x)
+  %v : Float(3) = aten::to(%x, %f32, %t)
+  return (%d, %k, %v)
+"""
+    expected = """
+graph(%x : Float(3)):
+  %t : bool = prim::Constant[value=True]()
+  %f32 : ScalarType = prim::Constant[value=tscript.float32]()
+  %y : Float(3) = aten::exp(%x)
+  %r : Float(3) = aten::relu(%y)
+  %k : Float(3) = aten::clone(%x)
+  %v : Float(3) = aten::to(%x, %f32, %t)
+  return (%r, %k, %v)
+"""
+    check_pass(canonicalize, text, expected)

@@ -10,7 +10,9 @@ turns a -0.0 into +0.0, which compares equal, as TorchScript's peephole accepts)
 that would turn a fresh result into an alias of an input (`x * 1`, `x + 0`, `cat([x])`) only fire
 when neither value is ever written in place, and only when the op's dtype/shape rules say the
 result has exactly `x`'s dtype and shape (`int_tensor / 1` is a float tensor: not removed).
-`x - x` becomes zeros only for integer and bool dtypes (for floats, inf - inf is nan). Removing a
+A copy (`clone`, `to(copy=True)` to the same dtype) of a result the graph computed and never writes
+is that result (what an in-place activation leaves once made functional); copies of inputs and
+parameters stay. `x - x` becomes zeros only for integer and bool dtypes (for floats, inf - inf is nan). Removing a
 reshape to "the same shape" trusts the static shape in `x`'s type. One walk in program order, so
 chains (`t(t(t(t(x))))`) collapse in a single run.
 """
@@ -26,7 +28,7 @@ from ..graph import Graph, Node, Value
 from ..types import ANY, TensorType
 from ..verify import assignable
 from .constant_propagation import constant_value
-from .effects import mutated_values
+from .effects import fresh_result, mutated_values
 
 MAX_CONSTANT_CHECK = 1 << 16  # elements of a tensor constant inspected for "all ones / all zeros"
 
@@ -254,9 +256,24 @@ def _to(ctx, node):
     collapsed = _collapse_cast_chain(ctx, node, target)
     x = node.inputs[0]
     source = x.type.dtype if isinstance(x.type, TensorType) else None
-    if not copies and (target is None or (source is not None and np.dtype(target) == source)):
+    same = target is None or (source is not None and np.dtype(target) == source)
+    if same and (not copies or _copy_of_fresh(ctx, node)):
         return x
     return node.output if collapsed else None
+
+
+def _clone(ctx, node):
+    """clone() of a fresh result that nothing writes (an in-place activation, once functional)."""
+    ok, layout = ctx.constant(node.inputs[1]) if len(node.inputs) > 1 else (True, None)
+    return node.inputs[0] if ok and layout is None and _copy_of_fresh(ctx, node) else None
+
+
+def _copy_of_fresh(ctx, node) -> bool:
+    """Is a copy of `node.inputs[0]` needless: new memory an op of this graph made (not an input, a
+    parameter or a view of one, which the caller owns), never written, and not also returned as it is?"""
+    x = node.inputs[0]
+    return x.node is not None and fresh_result(x.node) and ctx.may_alias_fresh(x, node.output) and \
+        x not in ctx.graph.outputs
 
 
 def _collapse_cast_chain(ctx, node, target) -> bool:
@@ -304,6 +321,7 @@ RULES: dict[str, Callable[[_Context, Node], Value | None]] = {
     "aten::cat": _cat,
     "aten::contiguous": _contiguous,
     "aten::to": _to,
+    "aten::clone": _clone,
     "prim::unchecked_cast": _unchecked_cast,
 }
 
