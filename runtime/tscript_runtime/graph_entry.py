@@ -72,12 +72,17 @@ GEMMS = {
 }
 # Convolutions (im2col into arena scratch, then one GEMM per image) and max-pooling (a native kernel).
 CONVS = {"aten::conv2d": "tscript_conv2d"}
-POOLS = {"aten::max_pool2d": "tscript_max_pool2d"}
-STEP_KINDS = {"kernel": set(GROUPS), "gemm": set(GEMMS), "conv2d": set(CONVS), "max_pool2d": set(POOLS)}
+AVG_POOLS = {"aten::avg_pool2d": "tscript_avg_pool2d", "aten::adaptive_avg_pool2d": "tscript_avg_pool2d"}
+POOLS = {"aten::max_pool2d": "tscript_max_pool2d", **AVG_POOLS}
+STEP_KINDS = {"kernel": set(GROUPS), "gemm": set(GEMMS), "conv2d": set(CONVS), "max_pool2d": {"aten::max_pool2d"},
+              "avg_pool2d": set(AVG_POOLS)}
 # The geometry of a convolution or pooling as the kernel library's im2col and max-pool kernels read it
 # (i64 each; C counts planes for pooling), and a convolution step's slots: that, then its sizes.
 GEOMETRY = ("C", "H", "W", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "OH", "OW")
-CONV_SLOTS = GEOMETRY + ("N", "O", "K", "L", "scratch")
+CONV_SLOTS = GEOMETRY + ("N", "O", "K", "L", "G", "scratch")  # C and O count the channels of one group
+# An average pooling: planes, sizes, window (adaptive: 1, PyTorch's adaptive windows; else kernel,
+# stride, padding), whether the divisor counts padding, a divisor override (0: none).
+AVG_SLOTS = ("P", "H", "W", "OH", "OW", "kh", "kw", "sh", "sw", "ph", "pw", "adaptive", "include_pad", "divisor")
 GEMM_SLOTS = ("trans_a", "trans_b", "M", "N", "K", "lda", "ldb", "ldc", "bias_row_stride")
 NO_TRANS, TRANS = 111, 112  # CBLAS_TRANSPOSE
 GEMM_DTYPES = {dt.float32: "cblas_sgemm", dt.float64: "cblas_dgemm"}
@@ -293,7 +298,7 @@ class EntryLayout:
 
     def _window(self, index: int, node: dict, out: str, step) -> None:
         kind, ins = node["kind"], node["inputs"]
-        if len(ins) != (7 if kind in CONVS else 6):
+        if len(ins) != WINDOW_ARITY[kind]:
             raise NotLowerable(f"{kind} with {len(ins)} inputs")
         suffix = FLOAT_SUFFIX.get(_tensor_type(node["outputs"][0].get("type", ""))[1])
         if suffix is None:
@@ -351,12 +356,19 @@ class EntryLayout:
             elif isinstance(step, GemmStep):
                 step.dims, slot = slot, slot + len(GEMM_SLOTS)
             else:
-                step.dims, slot = slot, slot + len(CONV_SLOTS if step.kind in CONVS else GEOMETRY)
+                step.dims, slot = slot, slot + len(_window_slots(step.kind))
         self.n_slots = slot
 
     def address(self, value: str) -> Root:
         """Where a tensor value lives (its root's base and offset slot)."""
         return self.roots[self.root_of[value]]
+
+
+WINDOW_ARITY = {"aten::conv2d": 7, "aten::max_pool2d": 6, "aten::avg_pool2d": 7, "aten::adaptive_avg_pool2d": 2}
+
+
+def _window_slots(kind: str) -> tuple:
+    return CONV_SLOTS if kind in CONVS else AVG_SLOTS if kind in AVG_POOLS else GEOMETRY
 
 
 def _scalar_op(kind: str) -> bool:
@@ -539,32 +551,44 @@ def _bias_rows(bias, m: int, n: int) -> int:
 
 
 def _plan_window(step: WindowStep, node: dict, env: dict, ints) -> None:
-    """GEOMETRY (and for convolutions N, O, K, L and the scratch size, replaced by its offset when
-    the arena is placed) of a conv2d / max_pool2d with C-contiguous float operands."""
-    from .ops.conv import _conv_geometry, _pool_geometry
+    """The slots of a conv2d (CONV_SLOTS; the scratch size is replaced by its offset when the arena is
+    placed), max_pool2d (GEOMETRY) or average pooling (AVG_SLOTS) with C-contiguous float operands."""
     x, out = env[step.input], env[step.out]
-    args = [env[v] for v in node["inputs"]]
     operands = [env[v] for v in (step.input, step.weight, step.bias) if v is not None]
     dtype = np.float32 if step.function.endswith("f32") else np.float64
     if any(not t.flags.c_contiguous or t.dtype != dtype for t in operands + [out]) or x.ndim not in (3, 4):
         raise Unplannable(f"{step.kind} of non-contiguous operands or other dtypes than its code's")
-    image = tuple(x.shape[-3:])
-    if step.kind in CONVS:
-        if args[6] != 1:
-            raise Unplannable("grouped convolution")
-        w = env[step.weight]
-        g = _conv_geometry("conv2d", 2, _meta(x), _meta(w), _meta(env[step.bias]) if step.bias else None, *args[3:7])
-        kernel, planes = tuple(w.shape[2:]), image[0]
-    else:
-        g = _pool_geometry("max_pool2d", _meta(x), *args[1:6])
-        kernel, planes = g.kernel, int(np.prod(x.shape[:-2], dtype=np.int64))
-    geometry = (planes, *image[1:], *kernel, *g.stride, *g.padding, *g.dilation, *g.out)
-    values = list(geometry)
-    if step.kind in CONVS:
-        n = x.shape[0] if x.ndim == 4 else 1
-        k, length = image[0] * kernel[0] * kernel[1], g.out[0] * g.out[1]
-        values += [n, env[step.weight].shape[0], k, length, k * length * x.itemsize]
+    args = [env[v] for v in node["inputs"]]
+    plan = _plan_conv if step.kind in CONVS else _plan_avg_pool if step.kind in AVG_POOLS else _plan_max_pool
+    values = plan(step, env, x, args)
     ints[step.dims:step.dims + len(values)] = values
+
+
+def _plan_conv(step: WindowStep, env: dict, x, args: list) -> list:
+    from .ops.conv import _conv_geometry
+    w, groups = env[step.weight], args[6]
+    g = _conv_geometry("conv2d", 2, _meta(x), _meta(w), _meta(env[step.bias]) if step.bias else None, *args[3:7])
+    c, h, wd = x.shape[-3:]
+    kernel, per_group = tuple(w.shape[2:]), c // groups
+    k, length = per_group * kernel[0] * kernel[1], g.out[0] * g.out[1]
+    return [per_group, h, wd, *kernel, *g.stride, *g.padding, *g.dilation, *g.out,
+            x.shape[0] if x.ndim == 4 else 1, w.shape[0] // groups, k, length, groups, k * length * x.itemsize]
+
+
+def _plan_max_pool(step: WindowStep, env: dict, x, args: list) -> list:
+    from .ops.conv import _pool_geometry
+    g = _pool_geometry("max_pool2d", _meta(x), *args[1:6])
+    planes = int(np.prod(x.shape[:-2], dtype=np.int64))
+    return [planes, *x.shape[-2:], *g.kernel, *g.stride, *g.padding, *g.dilation, *g.out]
+
+
+def _plan_avg_pool(step: WindowStep, env: dict, x, args: list) -> list:
+    from .ops.conv import _adaptive_geometry, _avg_geometry
+    planes, size = int(np.prod(x.shape[:-2], dtype=np.int64)), x.shape[-2:]
+    if step.kind == "aten::adaptive_avg_pool2d":
+        return [planes, *size, *_adaptive_geometry(_meta(x), args[1]), 0, 0, 1, 1, 0, 0, 1, 0, 0]
+    g = _avg_geometry("avg_pool2d", _meta(x), *args[1:4], args[4], args[6])
+    return [planes, *size, *g.out, *g.kernel, *g.stride, *g.padding, 0, int(bool(args[5])), args[6] or 0]
 
 
 def _nbytes(meta) -> int:

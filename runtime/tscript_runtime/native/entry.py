@@ -7,15 +7,17 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from ..graph_entry import CONV_SLOTS, CONVS, GEMM_SLOTS, NO_TRANS, TRANS, EntryLayout, GemmStep, KernelStep, WindowStep
+from ..graph_entry import (AVG_POOLS, AVG_SLOTS, CONV_SLOTS, CONVS, GEMM_SLOTS, NO_TRANS, TRANS, EntryLayout, GemmStep,
+                           KernelStep, WindowStep)
 from . import library
-from .library.loops import counted
+from .library.loops import carried, counted
 
 I1, I8, I32, I64, F64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.DoubleType()
 I8P = I8.as_pointer()
 FLOATS = {"cblas_sgemm": ir.FloatType(), "cblas_dgemm": ir.DoubleType()}
 SPLIT_COLUMNS = 32  # halves start at a multiple of this many columns (whole blocks of the GEMM kernels)
 ROW_MAJOR = 101
+REDUCE_FLAGS = ("reassoc", "contract", "nsz", "arcp", "afn")  # a window's sum may be reordered (vectorized)
 
 
 def build_entry(module: ir.Module, layout: EntryLayout, name: str, kernels: dict) -> None:
@@ -91,7 +93,8 @@ class _Emitter:
         dtype = np.dtype(np.float32 if step.function.endswith("f32") else np.float64)
         fty = ir.FloatType() if dtype == np.float32 else F64
         if step.kind not in CONVS:
-            fn = library.declare(self.module, f"tscript_max_pool2d_{_suffix(dtype)}")
+            fn = _avg_pool_function(self.module, dtype) if step.kind in AVG_POOLS else \
+                library.declare(self.module, f"tscript_max_pool2d_{_suffix(dtype)}")
             b.call(fn, [dims, *(b.bitcast(self.pointer(v), fty.as_pointer()) for v in (step.input, step.out))])
             return
         fn = _conv_function(self.module, step.function, dtype, step.small_m)
@@ -103,8 +106,9 @@ class _Emitter:
 
 def _conv_function(module: ir.Module, function: str, dtype, small_m: int) -> ir.Function:
     """`void <function>_<small_m>(i64* dims, i8* x, i8* w, i8* bias, i8* out, i8* col)`, once per module:
-    per image, im2col into `col` (K, L), `out` rows = bias, then out (O, L) += W (O, K) @ col (CONV_SLOTS
-    at dims), by the kernel library's GEMM for float32 with 3..small_m output channels, else by BLAS."""
+    per image and per group of channels, im2col into `col` (K, L), `out` rows = bias, then out (O, L) +=
+    W (O, K) @ col (CONV_SLOTS at dims: C and O count one group's channels), by the kernel library's GEMM
+    for float32 with 3..small_m output channels, else by BLAS."""
     name = f"{function}_{small_m}"
     try:
         return module.get_global(name)
@@ -114,39 +118,117 @@ def _conv_function(module: ir.Module, function: str, dtype, small_m: int) -> ir.
     fn.linkage = "internal"
     dims_p, x8, w8, bias8, out8, col8 = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    slot = {s: b.load(b.gep(dims_p, [I64(i)])) for i, s in enumerate(CONV_SLOTS) if s in ("C", "H", "W", "N", "O", "K", "L")}
+    slot = {s: b.load(b.gep(dims_p, [I64(i)])) for i, s in enumerate(CONV_SLOTS)
+            if s in ("C", "H", "W", "N", "O", "K", "L", "G")}
     fty = ir.FloatType() if dtype == np.float32 else F64
     fp = fty.as_pointer()
-    im2col, gemm = library.declare(module, f"tscript_im2col_{_suffix(dtype)}"), _blas(module, "cblas_sgemm" if dtype == np.float32 else "cblas_dgemm", fty)
     x, w, bias, out, col = (b.bitcast(p, fp) for p in (x8, w8, bias8, out8, col8))
     o, k, length = slot["O"], slot["K"], slot["L"]
-    image, plane = b.mul(b.mul(slot["C"], slot["H"]), slot["W"]), b.mul(o, length)
+    group_in, group_out = b.mul(b.mul(slot["C"], slot["H"]), slot["W"]), b.mul(o, length)
     has_bias = b.icmp_unsigned("!=", bias8, ir.Constant(I8P, None))
-    beta = b.select(has_bias, fty(1.0), fty(0.0))
-    with b.if_then(b.icmp_signed(">", plane, I64(0))):
-        with counted(b, fn, I64(0), slot["N"], 1, "image") as n:
-            out_n = b.gep(out, [b.mul(n, plane)])
-            b.call(im2col, [dims_p, b.gep(x, [b.mul(n, image)]), col])
-            with b.if_then(has_bias):
-                with counted(b, fn, I64(0), o, 1, "channel") as c:
-                    value = b.load(b.gep(bias, [c]))
-                    row = b.gep(out_n, [b.mul(c, length)])
-                    with counted(b, fn, I64(0), length, 1, "fill") as i:
-                        b.store(value, b.gep(row, [i], inbounds=True))
-            blas = [I32(ROW_MAJOR), I32(NO_TRANS), I32(NO_TRANS), o, length, k, fty(1.0), w, k, col, length,
-                    beta, out_n, length]
-            if dtype != np.float32:
-                b.call(gemm, blas)
-            else:  # few output channels (small CNNs): the library's GEMM, on this thread (no BLAS threads)
-                few = b.and_(b.icmp_signed(">=", o, I64(3)), b.icmp_signed("<=", o, I64(small_m)))
-                with b.if_else(few) as (ours, theirs):
-                    with ours:
-                        b.call(library.declare(module, "tscript_gemm_nn_f32"),
-                               [w, col, out_n, o, length, k, k, length, length, has_bias])
-                    with theirs:
-                        b.call(gemm, blas)
+    with b.if_then(b.icmp_signed(">", group_out, I64(0))):
+        with counted(b, fn, I64(0), b.mul(slot["N"], slot["G"]), 1, "group") as ng:  # image n, group g: ng
+            g = b.srem(ng, slot["G"])
+            args = [dims_p, b.gep(x, [b.mul(ng, group_in)]), b.gep(w, [b.mul(b.mul(g, o), k)]),
+                    b.gep(bias, [b.mul(g, o)]), has_bias, b.gep(out, [b.mul(ng, group_out)]), col]
+            _conv_group(module, fn, b, dtype, small_m, slot, args)
     b.ret_void()
     return fn
+
+
+def _conv_group(module, fn, b: ir.IRBuilder, dtype, small_m: int, slot: dict, args: list) -> None:
+    """One image's convolution for one group of channels: im2col, bias rows, GEMM."""
+    dims_p, x, w, bias, has_bias, out, col = args
+    fty = ir.FloatType() if dtype == np.float32 else F64
+    o, k, length = slot["O"], slot["K"], slot["L"]
+    b.call(library.declare(module, f"tscript_im2col_{_suffix(dtype)}"), [dims_p, x, col])
+    with b.if_then(has_bias):
+        with counted(b, fn, I64(0), o, 1, "channel") as c:
+            value = b.load(b.gep(bias, [c]))
+            row = b.gep(out, [b.mul(c, length)])
+            with counted(b, fn, I64(0), length, 1, "fill") as i:
+                b.store(value, b.gep(row, [i], inbounds=True))
+    gemm = _blas(module, "cblas_sgemm" if dtype == np.float32 else "cblas_dgemm", fty)
+    blas = [I32(ROW_MAJOR), I32(NO_TRANS), I32(NO_TRANS), o, length, k, fty(1.0), w, k, col, length,
+            b.select(has_bias, fty(1.0), fty(0.0)), out, length]
+    if dtype != np.float32:
+        b.call(gemm, blas)
+        return
+    few = b.and_(b.icmp_signed(">=", o, I64(3)), b.icmp_signed("<=", o, I64(small_m)))
+    with b.if_else(few) as (ours, theirs):  # few output channels (small CNNs): the library's GEMM, no BLAS threads
+        with ours:
+            b.call(library.declare(module, "tscript_gemm_nn_f32"), [w, col, out, o, length, k, k, length, length,
+                                                                    has_bias])
+        with theirs:
+            b.call(gemm, blas)
+
+
+def _avg_pool_function(module: ir.Module, dtype) -> ir.Function:
+    """`void tscript_avg_pool2d_<f32|f64>(i64* dims, T* x, T* y)`, once per module: each output the mean
+    of its window (AVG_SLOTS at dims): PyTorch's adaptive windows [floor(i*H/OH), ceil((i+1)*H/OH)), or
+    avg_pool2d's windows (zero padding), divided by the window's extent in the padded input
+    (include_pad), its part inside the input, or the divisor given."""
+    name = f"tscript_avg_pool2d_{_suffix(dtype)}"
+    try:
+        return module.get_global(name)
+    except KeyError:
+        pass
+    fty = ir.FloatType() if dtype == np.float32 else F64
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), fty.as_pointer(), fty.as_pointer()]),
+                     name)
+    fn.linkage = "internal"
+    dims_p, x, y = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    d = {s: b.load(b.gep(dims_p, [I64(i)])) for i, s in enumerate(AVG_SLOTS)}
+    with counted(b, fn, I64(0), d["P"], 1, "plane") as p:
+        x_p = b.gep(x, [b.mul(p, b.mul(d["H"], d["W"]))])
+        with counted(b, fn, I64(0), d["OH"], 1, "row") as i:
+            h0, h1, h_all = _window(b, d, i, "H", "OH", "kh", "sh", "ph")
+            with counted(b, fn, I64(0), d["OW"], 1, "col") as j:
+                w0, w1, w_all = _window(b, d, j, "W", "OW", "kw", "sw", "pw")
+                total = _window_sum(b, fn, fty, x_p, d["W"], (h0, h1), (w0, w1))
+                inside = b.mul(b.sub(h1, h0), b.sub(w1, w0))
+                count = b.select(b.icmp_signed("!=", d["include_pad"], I64(0)), b.mul(h_all, w_all), inside)
+                count = b.select(b.icmp_signed("!=", d["divisor"], I64(0)), d["divisor"], count)
+                count = b.select(b.icmp_signed(">", count, I64(0)), count, I64(1))  # empty window: 0 / 1
+                at = b.add(b.mul(b.add(b.mul(p, d["OH"]), i), d["OW"]), j)
+                b.store(b.fdiv(total, b.sitofp(count, fty)), b.gep(y, [at]))
+    b.ret_void()
+    return fn
+
+
+def _window(b: ir.IRBuilder, d: dict, i, size: str, out: str, k: str, s: str, p: str):
+    """(first, end) of output i's window along one axis, clipped to the input, and its extent in the
+    padded input (what count_include_pad divides by)."""
+    adaptive = b.icmp_signed("!=", d["adaptive"], I64(0))
+    n = d[size]
+    a0 = b.sdiv(b.mul(i, n), d[out])
+    a1 = b.sdiv(b.add(b.mul(b.add(i, I64(1)), n), b.sub(d[out], I64(1))), d[out])
+    p0 = b.sub(b.mul(i, d[s]), d[p])
+    p1 = _min(b, b.add(p0, d[k]), b.add(n, d[p]))
+    start, end = b.select(adaptive, a0, p0), b.select(adaptive, a1, p1)
+    first, last = _max(b, start, I64(0)), _min(b, end, n)
+    return first, _max(b, last, first), b.sub(end, start)
+
+
+def _window_sum(b: ir.IRBuilder, fn, fty, x, width, rows: tuple, cols: tuple):
+    """The sum of x[h, w] over the window (rows and columns as [first, end)), in `fty`."""
+    (h0, h1), (w0, w1) = rows, cols
+
+    def row_sum(h, acc):
+        row = b.gep(x, [b.mul(h, width)])
+        (total,) = carried(b, fn, w0, w1, 1, "wcol", [fty(0.0)],
+                           lambda w, a: [b.fadd(a[0], b.load(b.gep(row, [w], inbounds=True)), flags=REDUCE_FLAGS)])
+        return [b.fadd(acc[0], total, flags=REDUCE_FLAGS)]
+    return carried(b, fn, h0, h1, 1, "wrow", [fty(0.0)], row_sum)[0]
+
+
+def _min(b: ir.IRBuilder, x, y):
+    return b.select(b.icmp_signed("<", x, y), x, y)
+
+
+def _max(b: ir.IRBuilder, x, y):
+    return b.select(b.icmp_signed(">", x, y), x, y)
 
 
 def _product_function(module: ir.Module, function: str, small_m: int, split_min: int) -> ir.Function:

@@ -1,0 +1,77 @@
+"""Window steps of the whole-graph entry against the reference kernels: average pooling (avg_pool2d with
+every padding, ceil_mode, count_include_pad and divisor; adaptive_avg_pool2d with windows that do and do
+not divide the input) and grouped / depthwise convolutions, on random shapes, in float32 and float64;
+each case must really run through the entry (one native call)."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import tscript as ts
+import tscript.nn.functional as F
+
+from tests.conftest import assert_close
+
+
+def entry_ran(cm) -> bool:
+    return cm.executable.entry is not None and any(p is not None for p in cm.executable.entry._plans.values())
+
+
+def check(fn, *args, dtype=np.float32):
+    """`fn` compiled and run on `args` (numpy arrays) equals eager, through the whole-graph entry."""
+    tensors = [ts.from_numpy(a.astype(dtype)) for a in args]
+    cm = ts.jit.compile(fn, tuple(tensors))
+    got = cm(*tensors)
+    assert entry_ran(cm), cm.graph
+    assert_close(got, fn(*tensors), rtol=1e-5, atol=1e-5)
+
+
+@st.composite
+def pools(draw):
+    """(input shape, kernel, stride, padding, ceil_mode, count_include_pad, divisor) of a valid avg_pool2d."""
+    kernel = (draw(st.integers(1, 4)), draw(st.integers(1, 4)))
+    padding = tuple(draw(st.integers(0, k // 2)) for k in kernel)
+    stride = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    size = tuple(draw(st.integers(k, k + 9)) for k in kernel)
+    shape = (draw(st.integers(1, 2)), draw(st.integers(1, 3))) + size
+    return shape, kernel, stride, padding, draw(st.booleans()), draw(st.booleans()), \
+        draw(st.sampled_from([None, None, 1, 5]))
+
+
+@settings(max_examples=20, deadline=None)
+@given(pools(), st.sampled_from([np.float32, np.float64]))
+def test_avg_pool2d(case, dtype):
+    shape, kernel, stride, padding, ceil_mode, include_pad, divisor = case
+    x = np.random.default_rng(len(shape)).standard_normal(shape)
+    check(lambda t: F.avg_pool2d(t, kernel, stride, padding, ceil_mode, include_pad, divisor) * 1, x, dtype=dtype)
+
+
+@pytest.mark.parametrize("size, out", [((7, 7), (1, 1)), ((9, 10), (3, 5)), ((5, 7), (3, 4)), ((4, 4), (6, 2)),
+                                       ((1, 3), (1, 3))])
+def test_adaptive_avg_pool2d(size, out):
+    x = np.random.default_rng(0).standard_normal((2, 3) + size)
+    check(lambda t: F.adaptive_avg_pool2d(t, out) + 0, x)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 3), st.integers(1, 3), st.sampled_from([1, 3]), st.integers(0, 1),
+       st.integers(1, 2), st.booleans(), st.sampled_from([np.float32, np.float64]))
+def test_grouped_conv2d(groups, per_in, per_out, k, padding, stride, bias, dtype):
+    rng = np.random.default_rng(groups * 7 + per_in)
+    x = rng.standard_normal((2, groups * per_in, 6, 7))
+    w = rng.standard_normal((groups * per_out, per_in, k, k))
+    b = rng.standard_normal(groups * per_out)
+    if bias:
+        check(lambda t, u, v: F.conv2d(t, u, v, stride, padding, 1, groups), x, w, b, dtype=dtype)
+    else:
+        check(lambda t, u: F.conv2d(t, u, None, stride, padding, 1, groups), x, w, dtype=dtype)
+
+
+def test_depthwise_separable_block_runs_as_one_native_call():
+    """MobileNet's pattern: a depthwise 3x3 (groups = channels), ReLU6 in place, a pointwise 1x1, then
+    global average pooling."""
+    from tscript import nn
+    ts.manual_seed(0)
+    block = nn.Sequential(nn.Conv2d(8, 8, 3, 1, 1, groups=8, bias=False), nn.BatchNorm2d(8), nn.ReLU6(inplace=True),
+                          nn.Conv2d(8, 16, 1), nn.AdaptiveAvgPool2d(1), nn.Flatten()).eval()
+    x = np.random.default_rng(1).standard_normal((3, 8, 12, 12))
+    check(block, x)
