@@ -75,7 +75,7 @@ CONVS = {"aten::conv2d": "tscript_conv2d"}
 AVG_POOLS = {"aten::avg_pool2d": "tscript_avg_pool2d", "aten::adaptive_avg_pool2d": "tscript_avg_pool2d"}
 POOLS = {"aten::max_pool2d": "tscript_max_pool2d", **AVG_POOLS}
 STEP_KINDS = {"kernel": set(GROUPS), "gemm": set(GEMMS), "conv2d": set(CONVS), "max_pool2d": {"aten::max_pool2d"},
-              "avg_pool2d": set(AVG_POOLS)}
+              "avg_pool2d": set(AVG_POOLS), "cat": {"aten::cat"}}
 # The geometry of a convolution or pooling as the kernel library's im2col and max-pool kernels read it
 # (i64 each; C counts planes for pooling), and a convolution step's slots: that, then its sizes.
 GEOMETRY = ("C", "H", "W", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "OH", "OW")
@@ -116,6 +116,10 @@ class KernelStep:
     split: int = 0           # plan slot of a flag: 1 to run in halves on two threads, followed by
     #                          the halves' sizes[rank] twice and the second half's byte offsets[n_ptrs]
 
+    def values(self) -> list:
+        """The tensor values the step reads or writes (outputs first)."""
+        return self.outputs + self.tensors
+
 
 @dataclass
 class GemmStep:
@@ -130,6 +134,14 @@ class GemmStep:
     small_m: int             # at most this many rows: the kernel library's GEMM (float32)
     split_min: int           # multiply-adds from which a library GEMM runs in column halves on two threads
     dims: int = 0            # plan slot of GEMM_SLOTS
+    n_slots = len(GEMM_SLOTS)
+
+    @property
+    def outputs(self) -> list:
+        return [self.out]
+
+    def values(self) -> list:
+        return [v for v in (self.out, self.a, self.b, self.bias) if v is not None]
 
 
 @dataclass
@@ -144,6 +156,38 @@ class WindowStep:
     function: str            # tscript_conv2d_f32, tscript_max_pool2d_f64, ...
     small_m: int = 0         # convolutions: at most this many output channels use the library GEMM
     dims: int = 0            # plan slot of CONV_SLOTS (convolutions) or GEOMETRY (pools)
+
+    @property
+    def n_slots(self) -> int:
+        return len(_window_slots(self.kind))
+
+    @property
+    def outputs(self) -> list:
+        return [self.out]
+
+    def values(self) -> list:
+        return [v for v in (self.out, self.input, self.weight, self.bias) if v is not None]
+
+
+@dataclass
+class CatStep:
+    """cat of a list of tensors: each copied, in rows, into its slice of the output."""
+    node: int
+    inputs: list             # tensor value names, in order
+    out: str
+    dims: int = 0            # plan slot of: outer rows, bytes of an output row, then per input its byte
+    #                          offset in a row and bytes per row
+
+    @property
+    def n_slots(self) -> int:
+        return 2 + 2 * len(self.inputs)
+
+    @property
+    def outputs(self) -> list:
+        return [self.out]
+
+    def values(self) -> list:
+        return [self.out, *self.inputs]
 
 
 @dataclass
@@ -221,6 +265,8 @@ class EntryLayout:
                 self._kernel(index, node, outs)
             elif step.template == "gemm":
                 self._gemm(index, node, outs[0], step)
+            elif step.template == "cat":
+                self._cat(index, node, outs[0])
             else:
                 self._window(index, node, outs[0], step)
         elif kind == "prim::GetAttr":
@@ -313,6 +359,18 @@ class EntryLayout:
         name = (CONVS.get(kind) or POOLS[kind]) + "_" + suffix
         self.steps.append(WindowStep(index, kind, ins[0], weight, bias, out, name, step.small_m))
 
+    def _cat(self, index: int, node: dict, out: str) -> None:
+        ins = node["inputs"]
+        if len(ins) != 2 or ins[0] not in self.containers or self.containers[ins[0]][0] != "prim::ListConstruct" \
+                or self.kinds.get(ins[1]) != "value":
+            raise NotLowerable("aten::cat of something other than a list of tensors made here")
+        items = self.containers[ins[0]][1]
+        if any(self.kinds.get(v) != "tensor" for v in items):
+            raise NotLowerable("aten::cat of a list holding lists")
+        self._tensor_out(node, out)
+        self._new_root(out, 0)
+        self.steps.append(CatStep(index, list(items), out))
+
     def _tensor_out(self, node: dict, name: str) -> None:
         if not _tensor_type(next(o for o in node["outputs"] if o["name"] == name).get("type", "Tensor"))[0]:
             raise NotLowerable(f"{node['kind']} output '{name}' is not typed as a tensor")
@@ -353,10 +411,8 @@ class EntryLayout:
                 step.sizes, slot = slot, slot + step.rank * (1 + n_ptrs)
                 step.split, slot = slot, slot + 1 + 2 * step.rank + n_ptrs
                 step.first_scalar, self.n_scalars = self.n_scalars, self.n_scalars + len(step.scalars)
-            elif isinstance(step, GemmStep):
-                step.dims, slot = slot, slot + len(GEMM_SLOTS)
             else:
-                step.dims, slot = slot, slot + len(_window_slots(step.kind))
+                step.dims, slot = slot, slot + step.n_slots
         self.n_slots = slot
 
     def address(self, value: str) -> Root:
@@ -407,10 +463,8 @@ def make_plan(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> 
     for step in layout.steps:
         if isinstance(step, KernelStep):
             _plan_kernel(step, kernel_plans[step.node], env, ints, scalars)
-        elif isinstance(step, GemmStep):
-            _plan_gemm(step, nodes[step.node], env, ints)
         else:
-            _plan_window(step, nodes[step.node], env, ints)
+            _PLANNERS[type(step)](step, nodes[step.node], env, ints)
     arena = _place_arena(layout, env, ints)
     outputs = [(tuple(env[r].shape), np.dtype(env[r].dtype)) for r in layout.outputs]
     views = [(layout.outputs.index(layout.root_of[o]), env[o].shape,
@@ -591,6 +645,26 @@ def _plan_avg_pool(step: WindowStep, env: dict, x, args: list) -> list:
     return [planes, *size, *g.out, *g.kernel, *g.stride, *g.padding, 0, int(bool(args[5])), args[6] or 0]
 
 
+def _plan_cat(step: CatStep, node: dict, env: dict, ints) -> None:
+    """The rows of the output (its dims before the cat dim) and each input's slice of a row, in
+    bytes; inputs C-contiguous and of the output's dtype."""
+    out, parts = env[step.out], [env[v] for v in step.inputs]
+    if any(not t.flags.c_contiguous or t.dtype != out.dtype for t in parts):
+        raise Unplannable("aten::cat of non-contiguous inputs or mixed dtypes")
+    dim = env[node["inputs"][1]]
+    dim = dim + out.ndim if dim < 0 else dim
+    outer = int(np.prod(out.shape[:dim], dtype=np.int64))
+    values, offset = [outer, out.nbytes // outer if outer else 0], 0
+    for t in parts:
+        chunk = t.nbytes // outer if outer else 0
+        values += [offset, chunk]
+        offset += chunk
+    ints[step.dims:step.dims + len(values)] = values
+
+
+_PLANNERS = {GemmStep: _plan_gemm, WindowStep: _plan_window, CatStep: _plan_cat}  # step type -> its call plan
+
+
 def _nbytes(meta) -> int:
     return int(np.prod(meta.shape, dtype=np.int64)) * np.dtype(meta.dtype).itemsize
 
@@ -601,11 +675,11 @@ def _place_arena(layout: EntryLayout, env: dict, ints) -> int:
     its step; returns the arena's size."""
     last = {}
     for i, step in enumerate(layout.steps):
-        for v in _step_values(step):
+        for v in step.values():
             last[layout.root_of[v]] = i
     buffers, slots = [], []
     for i, step in enumerate(layout.steps):
-        for v in _step_outputs(step):
+        for v in step.outputs:
             root = layout.roots[v]
             if root.base == 0:
                 buffers.append((_nbytes(env[v]), i, last.get(v, i)))
@@ -618,18 +692,6 @@ def _place_arena(layout: EntryLayout, env: dict, ints) -> int:
     for slot, offset in zip(slots, offsets):
         ints[slot] = offset
     return top
-
-
-def _step_outputs(step) -> list:
-    return step.outputs if isinstance(step, KernelStep) else [step.out]
-
-
-def _step_values(step) -> list:
-    if isinstance(step, KernelStep):
-        return step.outputs + step.tensors
-    if isinstance(step, GemmStep):
-        return [v for v in (step.a, step.b, step.out, step.bias) if v is not None]
-    return [v for v in (step.input, step.weight, step.bias, step.out) if v is not None]
 
 
 # -- running ---------------------------------------------------------------------------------------------

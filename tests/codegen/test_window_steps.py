@@ -75,3 +75,16 @@ def test_depthwise_separable_block_runs_as_one_native_call():
                           nn.Conv2d(8, 16, 1), nn.AdaptiveAvgPool2d(1), nn.Flatten()).eval()
     x = np.random.default_rng(1).standard_normal((3, 8, 12, 12))
     check(block, x)
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_cat(dim):
+    """cat of results and of a graph input, along each dim, into one native call (SqueezeNet's fire)."""
+    rng = np.random.default_rng(dim + 5)
+    a, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 3, 4))
+    check(lambda x, y: ts.cat([x.relu(), y * 2, x], dim), a, b)
+
+
+def test_cat_of_an_empty_part_and_float64():
+    a, b = np.random.default_rng(0).standard_normal((3, 0)), np.random.default_rng(1).standard_normal((3, 5))
+    check(lambda x, y: ts.cat([x + 1, y.exp()], 1), a, b, dtype=np.float64)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from ..graph_entry import (AVG_POOLS, AVG_SLOTS, CONV_SLOTS, CONVS, GEMM_SLOTS, NO_TRANS, TRANS, EntryLayout, GemmStep,
-                           KernelStep, WindowStep)
+from ..graph_entry import (AVG_POOLS, AVG_SLOTS, CONV_SLOTS, CONVS, GEMM_SLOTS, NO_TRANS, TRANS, CatStep, EntryLayout,
+                           GemmStep, KernelStep, WindowStep)
 from . import library
 from .library.loops import carried, counted
 
@@ -30,13 +30,9 @@ def build_entry(module: ir.Module, layout: EntryLayout, name: str, kernels: dict
     width = max([len(s.outputs) + len(s.tensors) for s in layout.steps if isinstance(s, KernelStep)] + [1])
     emit = _Emitter(module, fn, b, layout, bases_p, plan_p, scalars_p,
                     [b.alloca(I8P, I64(width)) for _ in range(2)], kernels)
+    templates = {KernelStep: emit.kernel, GemmStep: emit.gemm, WindowStep: emit.window, CatStep: emit.cat}
     for step in layout.steps:
-        if isinstance(step, KernelStep):
-            emit.kernel(step)
-        elif isinstance(step, GemmStep):
-            emit.gemm(step)
-        else:
-            emit.window(step)
+        templates[type(step)](step)
     emit.b.ret_void()
 
 
@@ -87,6 +83,13 @@ class _Emitter:
                     self.pointer(step.out), bias])
 
 
+    def cat(self, step: CatStep) -> None:
+        b = self.b
+        out, rows, row = self.pointer(step.out), self.plan(step.dims), self.plan(step.dims + 1)
+        for k, v in enumerate(step.inputs):
+            offset, size = self.plan(step.dims + 2 + 2 * k), self.plan(step.dims + 3 + 2 * k)
+            _copy_rows(self.module, self.fn, b, b.gep(out, [offset]), self.pointer(v), rows, row, size)
+
     def window(self, step: WindowStep) -> None:
         b = self.b
         dims = b.gep(self.plan_p, [I64(step.dims)])
@@ -102,6 +105,13 @@ class _Emitter:
         scratch = b.gep(arena, [self.plan(step.dims + CONV_SLOTS.index("scratch"))])
         bias = self.pointer(step.bias) if step.bias is not None else ir.Constant(I8P, None)
         b.call(fn, [dims, self.pointer(step.input), self.pointer(step.weight), bias, self.pointer(step.out), scratch])
+
+
+def _copy_rows(module, fn, b: ir.IRBuilder, dst, src, rows, dst_step, size) -> None:
+    """`rows` rows of `size` bytes from `src` (rows `size` apart) to `dst` (rows `dst_step` apart)."""
+    memcpy = module.declare_intrinsic("llvm.memcpy", [I8P, I8P, I64])
+    with counted(b, fn, I64(0), rows, 1, "copy") as i:
+        b.call(memcpy, [b.gep(dst, [b.mul(i, dst_step)]), b.gep(src, [b.mul(i, size)]), size, ir.IntType(1)(0)])
 
 
 def _conv_function(module: ir.Module, function: str, dtype, small_m: int) -> ir.Function:
