@@ -71,15 +71,20 @@ GEMMS = {
     "aten::addmm": Gemm(a=1, b=2, bias=0, trans_b=False, units=(3, 4)),
 }
 # Convolutions (im2col into arena scratch, then one GEMM per image) and max-pooling (a native kernel).
-CONVS = {"aten::conv2d": "tscript_conv2d"}
+CONVS = {"aten::conv2d": "tscript_conv2d", "aten::conv_transpose2d": "tscript_conv_transpose2d"}
 AVG_POOLS = {"aten::avg_pool2d": "tscript_avg_pool2d", "aten::adaptive_avg_pool2d": "tscript_avg_pool2d"}
 POOLS = {"aten::max_pool2d": "tscript_max_pool2d", **AVG_POOLS}
-STEP_KINDS = {"kernel": set(GROUPS), "gemm": set(GEMMS), "conv2d": set(CONVS), "max_pool2d": {"aten::max_pool2d"},
+STEP_KINDS = {"kernel": set(GROUPS), "gemm": set(GEMMS), "conv2d": {"aten::conv2d"},
+              "conv_transpose2d": {"aten::conv_transpose2d"}, "max_pool2d": {"aten::max_pool2d"},
               "avg_pool2d": set(AVG_POOLS), "cat": {"aten::cat"}}
 # The geometry of a convolution or pooling as the kernel library's im2col and max-pool kernels read it
 # (i64 each; C counts planes for pooling), and a convolution step's slots: that, then its sizes.
 GEOMETRY = ("C", "H", "W", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "OH", "OW")
 CONV_SLOTS = GEOMETRY + ("N", "O", "K", "L", "G", "scratch")  # C and O count the channels of one group
+# A transposed convolution: its input's geometry (C: one group's input channels, H, W), the kernel, stride,
+# padding and dilation, its output size, images, one group's output channels, groups, and the scratch
+# holding one group's columns (O*kh*kw, H*W).
+CONVT_SLOTS = ("C", "H", "W", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "OH", "OW", "N", "O", "G", "scratch")
 # An average pooling: planes, sizes, window (adaptive: 1, PyTorch's adaptive windows; else kernel,
 # stride, padding), whether the divisor counts padding, a divisor override (0: none).
 AVG_SLOTS = ("P", "H", "W", "OH", "OW", "kh", "kw", "sh", "sw", "ph", "pw", "adaptive", "include_pad", "divisor")
@@ -420,11 +425,13 @@ class EntryLayout:
         return self.roots[self.root_of[value]]
 
 
-WINDOW_ARITY = {"aten::conv2d": 7, "aten::max_pool2d": 6, "aten::avg_pool2d": 7, "aten::adaptive_avg_pool2d": 2}
+WINDOW_ARITY = {"aten::conv2d": 7, "aten::conv_transpose2d": 8, "aten::max_pool2d": 6, "aten::avg_pool2d": 7,
+                "aten::adaptive_avg_pool2d": 2}
 
 
 def _window_slots(kind: str) -> tuple:
-    return CONV_SLOTS if kind in CONVS else AVG_SLOTS if kind in AVG_POOLS else GEOMETRY
+    return {"aten::conv2d": CONV_SLOTS, "aten::conv_transpose2d": CONVT_SLOTS}.get(kind) or \
+        (AVG_SLOTS if kind in AVG_POOLS else GEOMETRY)
 
 
 def _scalar_op(kind: str) -> bool:
@@ -613,7 +620,8 @@ def _plan_window(step: WindowStep, node: dict, env: dict, ints) -> None:
     if any(not t.flags.c_contiguous or t.dtype != dtype for t in operands + [out]) or x.ndim not in (3, 4):
         raise Unplannable(f"{step.kind} of non-contiguous operands or other dtypes than its code's")
     args = [env[v] for v in node["inputs"]]
-    plan = _plan_conv if step.kind in CONVS else _plan_avg_pool if step.kind in AVG_POOLS else _plan_max_pool
+    plan = {"aten::conv2d": _plan_conv, "aten::conv_transpose2d": _plan_conv_transpose}.get(step.kind) or \
+        (_plan_avg_pool if step.kind in AVG_POOLS else _plan_max_pool)
     values = plan(step, env, x, args)
     ints[step.dims:step.dims + len(values)] = values
 
@@ -627,6 +635,18 @@ def _plan_conv(step: WindowStep, env: dict, x, args: list) -> list:
     k, length = per_group * kernel[0] * kernel[1], g.out[0] * g.out[1]
     return [per_group, h, wd, *kernel, *g.stride, *g.padding, *g.dilation, *g.out,
             x.shape[0] if x.ndim == 4 else 1, w.shape[0] // groups, k, length, groups, k * length * x.itemsize]
+
+
+def _plan_conv_transpose(step: WindowStep, env: dict, x, args: list) -> list:
+    from .ops.conv import _transposed_geometry
+    w, groups = env[step.weight], args[6]
+    g = _transposed_geometry(_meta(x), _meta(w), _meta(env[step.bias]) if step.bias else None, args[3], args[4],
+                             args[5], groups, args[7])
+    c, h, wd = x.shape[-3:]
+    out_per_group, kernel = w.shape[1], tuple(w.shape[2:])
+    scratch = out_per_group * kernel[0] * kernel[1] * h * wd * x.itemsize
+    return [c // groups, h, wd, *kernel, *g.stride, *g.padding, *g.dilation, *g.out,
+            x.shape[0] if x.ndim == 4 else 1, out_per_group, groups, scratch]
 
 
 def _plan_max_pool(step: WindowStep, env: dict, x, args: list) -> list:
@@ -685,7 +705,7 @@ def _place_arena(layout: EntryLayout, env: dict, ints) -> int:
                 buffers.append((_nbytes(env[v]), i, last.get(v, i)))
                 slots.append(root.slot)
         if isinstance(step, WindowStep) and step.kind in CONVS:
-            scratch = step.dims + CONV_SLOTS.index("scratch")
+            scratch = step.dims + _window_slots(step.kind).index("scratch")
             buffers.append((ints[scratch], i, i))
             slots.append(scratch)
     offsets, top = place(buffers)

@@ -88,3 +88,21 @@ def test_cat(dim):
 def test_cat_of_an_empty_part_and_float64():
     a, b = np.random.default_rng(0).standard_normal((3, 0)), np.random.default_rng(1).standard_normal((3, 5))
     check(lambda x, y: ts.cat([x + 1, y.exp()], 1), a, b, dtype=np.float64)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 2), st.integers(1, 3), st.integers(1, 3), st.sampled_from([(1, 1), (3, 3), (4, 4), (2, 3)]),
+       st.integers(1, 2), st.integers(0, 1), st.integers(0, 1), st.integers(1, 2), st.booleans(),
+       st.sampled_from([np.float32, np.float64]))
+def test_conv_transpose2d(groups, per_in, per_out, kernel, stride, padding, out_pad, dilation, bias, dtype):
+    """DCGAN's generator layers, and every stride, padding, output padding, dilation and group count."""
+    out_pad = min(out_pad, max(stride, dilation) - 1)
+    rng = np.random.default_rng(groups + 3 * stride + 7 * per_out)
+    x = rng.standard_normal((2, groups * per_in, 3, 4))
+    w = rng.standard_normal((groups * per_in, per_out) + kernel)
+    b = rng.standard_normal(groups * per_out)
+    args = (stride, padding, out_pad, groups, dilation)
+    if bias:
+        check(lambda t, u, v: F.conv_transpose2d(t, u, v, *args), x, w, b, dtype=dtype)
+    else:
+        check(lambda t, u: F.conv_transpose2d(t, u, None, *args), x, w, dtype=dtype)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from ..graph_entry import (AVG_POOLS, AVG_SLOTS, CONV_SLOTS, CONVS, GEMM_SLOTS, NO_TRANS, TRANS, CatStep, EntryLayout,
+from ..graph_entry import (AVG_POOLS, AVG_SLOTS, CONV_SLOTS, CONVS, CONVT_SLOTS, GEMM_SLOTS, NO_TRANS, TRANS, CatStep, EntryLayout,
                            GemmStep, KernelStep, WindowStep)
 from . import library
 from .library.loops import carried, counted
@@ -100,9 +100,12 @@ class _Emitter:
                 library.declare(self.module, f"tscript_max_pool2d_{_suffix(dtype)}")
             b.call(fn, [dims, *(b.bitcast(self.pointer(v), fty.as_pointer()) for v in (step.input, step.out))])
             return
-        fn = _conv_function(self.module, step.function, dtype, step.small_m)
+        if step.kind == "aten::conv_transpose2d":
+            fn, slots = _conv_transpose_function(self.module, dtype), CONVT_SLOTS
+        else:
+            fn, slots = _conv_function(self.module, step.function, dtype, step.small_m), CONV_SLOTS
         arena = b.load(self.bases_p)
-        scratch = b.gep(arena, [self.plan(step.dims + CONV_SLOTS.index("scratch"))])
+        scratch = b.gep(arena, [self.plan(step.dims + slots.index("scratch"))])
         bias = self.pointer(step.bias) if step.bias is not None else ir.Constant(I8P, None)
         b.call(fn, [dims, self.pointer(step.input), self.pointer(step.weight), bias, self.pointer(step.out), scratch])
 
@@ -171,6 +174,62 @@ def _conv_group(module, fn, b: ir.IRBuilder, dtype, small_m: int, slot: dict, ar
                                                                     has_bias])
         with theirs:
             b.call(gemm, blas)
+
+
+def _conv_transpose_function(module: ir.Module, dtype) -> ir.Function:
+    """`void tscript_conv_transpose2d_<f32|f64>(i64* dims, i8* x, i8* w, i8* bias, i8* out, i8* cols)`,
+    once per module: per image and group, the columns cols (O*kh*kw, H*W) = W^T @ x by BLAS (W: the
+    group's (C, O*kh*kw) weights), then each output plane is its bias, plus every column scattered
+    to where its tap lands (col2im; CONVT_SLOTS at dims)."""
+    name = f"tscript_conv_transpose2d_{_suffix(dtype)}"
+    try:
+        return module.get_global(name)
+    except KeyError:
+        pass
+    fty = ir.FloatType() if dtype == np.float32 else F64
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer()] + [I8P] * 5), name)
+    fn.linkage = "internal"
+    dims_p, x8, w8, bias8, out8, cols8 = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    d = {s: b.load(b.gep(dims_p, [I64(i)])) for i, s in enumerate(CONVT_SLOTS)}
+    x, w, bias, out, cols = (b.bitcast(p, fty.as_pointer()) for p in (x8, w8, bias8, out8, cols8))
+    taps, pixels = b.mul(b.mul(d["O"], d["kh"]), d["kw"]), b.mul(d["H"], d["W"])
+    group_out = b.mul(b.mul(d["O"], d["OH"]), d["OW"])
+    has_bias = b.icmp_unsigned("!=", bias8, ir.Constant(I8P, None))
+    gemm = _blas(module, "cblas_sgemm" if dtype == np.float32 else "cblas_dgemm", fty)
+    with counted(b, fn, I64(0), b.mul(d["N"], d["G"]), 1, "group") as ng:  # image n, group g: ng
+        g = b.srem(ng, d["G"])
+        b.call(gemm, [I32(ROW_MAJOR), I32(TRANS), I32(NO_TRANS), taps, pixels, d["C"], fty(1.0),
+                      b.gep(w, [b.mul(b.mul(g, d["C"]), taps)]), taps, b.gep(x, [b.mul(b.mul(ng, d["C"]), pixels)]),
+                      pixels, fty(0.0), cols, pixels])
+        out_g = b.gep(out, [b.mul(ng, group_out)])
+        with counted(b, fn, I64(0), d["O"], 1, "channel") as c:
+            plane = b.gep(out_g, [b.mul(c, b.mul(d["OH"], d["OW"]))])
+            start = b.select(has_bias, b.load(b.gep(bias, [b.add(b.mul(g, d["O"]), c)])), fty(0.0))
+            with counted(b, fn, I64(0), b.mul(d["OH"], d["OW"]), 1, "init") as i:
+                b.store(start, b.gep(plane, [i], inbounds=True))
+            _col2im(b, fn, d, b.gep(cols, [b.mul(b.mul(b.mul(c, d["kh"]), d["kw"]), pixels)]), plane)
+    b.ret_void()
+    return fn
+
+
+def _col2im(b: ir.IRBuilder, fn, d: dict, cols, plane) -> None:
+    """plane[h*sh - ph + i*dh, w*sw - pw + j*dw] += cols[(i*kw + j), h*W + w] where that lands inside."""
+    pixels = b.mul(d["H"], d["W"])
+    with counted(b, fn, I64(0), d["kh"], 1, "tap_i") as i:
+        with counted(b, fn, I64(0), d["kw"], 1, "tap_j") as j:
+            tap = b.gep(cols, [b.mul(b.add(b.mul(i, d["kw"]), j), pixels)])
+            with counted(b, fn, I64(0), d["H"], 1, "in_h") as h:
+                oh = b.add(b.sub(b.mul(h, d["sh"]), d["ph"]), b.mul(i, d["dh"]))
+                inside = b.and_(b.icmp_signed(">=", oh, I64(0)), b.icmp_signed("<", oh, d["OH"]))
+                with b.if_then(inside):
+                    row = b.gep(plane, [b.mul(oh, d["OW"])])
+                    with counted(b, fn, I64(0), d["W"], 1, "in_w") as w:
+                        ow = b.add(b.sub(b.mul(w, d["sw"]), d["pw"]), b.mul(j, d["dw"]))
+                        with b.if_then(b.and_(b.icmp_signed(">=", ow, I64(0)), b.icmp_signed("<", ow, d["OW"]))):
+                            target = b.gep(row, [ow])
+                            value = b.load(b.gep(tap, [b.add(b.mul(h, d["W"]), w)]))
+                            b.store(b.fadd(b.load(target), value), target)
 
 
 def _avg_pool_function(module: ir.Module, dtype) -> ir.Function:
