@@ -7,6 +7,12 @@ import importlib.util
 import os
 import sys
 
+from tscript_runtime.errors import OpError
+
+
+class UserError(Exception):
+    """A mistake on the command line (a path, a name, a shape): one line on stderr, exit code 2."""
+
 
 def _demo(args) -> int:
     from . import demo
@@ -18,17 +24,10 @@ def _load_target(spec: str):
     """`path/to/file.py:NAME` or `package.module:NAME` -> the object (called if it is a factory)."""
     target, _, attr = spec.partition(":")
     if not attr:
-        raise SystemExit(f"tscript: expected MODULE:ATTR, got {spec!r}")
-    if target.endswith(".py") or os.path.sep in target:
-        if not os.path.exists(target):
-            raise SystemExit(f"tscript: no such file: {target}")
-        module_spec = importlib.util.spec_from_file_location("_tscript_user_model", target)
-        module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
-    else:
-        module = importlib.import_module(target)
+        raise UserError(f"expected MODULE:ATTR, got {spec!r}")
+    module = _import(target)
     if not hasattr(module, attr):
-        raise SystemExit(f"tscript: {target} has no attribute {attr!r}")
+        raise UserError(f"{target} has no attribute {attr!r}")
     obj = getattr(module, attr)
     from .nn import Module
     if isinstance(obj, type) and issubclass(obj, Module) or (callable(obj) and not isinstance(obj, Module)
@@ -36,6 +35,48 @@ def _load_target(spec: str):
                                                                 and _is_factory(obj)):
         obj = obj()
     return obj
+
+
+def _import(target: str):
+    """The module `target` names: a Python file, or a module importable from here."""
+    is_file = target.endswith(".py") or os.path.sep in target
+    if is_file and os.path.isdir(target):
+        raise UserError(f"{target} is a directory: give a Python file (path/to/model.py:NAME) or a module name")
+    if is_file and not os.path.exists(target):
+        raise UserError(f"no such file: {target}")
+    try:
+        if not is_file:
+            return importlib.import_module(target)
+        module_spec = importlib.util.spec_from_file_location("_tscript_user_model", target)
+        if module_spec is None:
+            raise UserError(f"{target} is not a Python file")
+        module = importlib.util.module_from_spec(module_spec)
+        module_spec.loader.exec_module(module)
+        return module
+    except SyntaxError as e:
+        raise UserError(f"{e.filename}:{e.lineno}: {e.msg}") from None
+    except ImportError as e:
+        raise UserError(f"cannot import {target}: {e}") from None
+
+
+def _shape(text: str) -> tuple:
+    """An --input-shape: comma-separated sizes."""
+    try:
+        shape = tuple(int(s) for s in text.split(","))
+    except ValueError:
+        shape = ()
+    if not shape or any(n < 0 for n in shape):
+        raise UserError(f"--input-shape {text!r}: expected sizes separated by commas, e.g. 8,784")
+    return shape
+
+
+def _random_input(shape: tuple, dtype: str):
+    import tscript as ts
+    try:
+        return ts.randn(*shape, dtype=getattr(ts, dtype))
+    except (MemoryError, ValueError) as e:  # ValueError: numpy's "array is too big"
+        raise UserError(f"--input-shape {','.join(map(str, shape))}: cannot allocate an input of that "
+                        f"size ({e})") from None
 
 
 def _is_factory(obj) -> bool:
@@ -48,11 +89,13 @@ def _is_factory(obj) -> bool:
 
 def _trace(args) -> int:
     import tscript as ts
+    if not os.path.isdir(os.path.dirname(args.output) or "."):
+        raise UserError(f"cannot write {args.output}: no such directory")
+    shapes = [_shape(text) for text in args.input_shape]
     obj = _load_target(args.target)
     if hasattr(obj, "eval"):
         obj.eval()
-    shapes = [tuple(int(s) for s in shape.split(",")) for shape in args.input_shape]
-    inputs = tuple(ts.randn(*shape, dtype=getattr(ts, args.dtype)) for shape in shapes)
+    inputs = tuple(_random_input(shape, args.dtype) for shape in shapes)
     with ts.no_grad():
         scripted = ts.jit.script(obj) if args.script else ts.jit.trace(obj, inputs)
         result = ts.jit.compile(scripted, inputs, dynamic={0: [0]}) if args.compile else scripted
@@ -107,8 +150,11 @@ def main(argv=None) -> int:
         return 0
     try:
         return args.func(args)
-    except (RuntimeError, ValueError, TypeError, OSError) as e:
+    except (UserError, OpError, RuntimeError, ValueError, TypeError, OSError) as e:
         print(f"tscript {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except MemoryError as e:
+        print(f"tscript {args.command}: error: out of memory ({e})", file=sys.stderr)
         return 2
 
 

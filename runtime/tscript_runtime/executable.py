@@ -47,7 +47,8 @@ class Executable:
         from .native import library
         library.parallel2()  # the worker big launches hand their second halves to: started now, not in a first run
         if self.code.entry is not None:
-            self.entry = GraphEntry(self.plan.layout, self.code.entry, self.code.launchers, self.constants, reader)
+            self.entry = GraphEntry(self.plan.layout, self.code.entry, self.code.launchers, self.constants, reader,
+                                    self.code.library)
 
     @property
     def launchers(self) -> dict:

@@ -745,7 +745,8 @@ class GraphEntry:
     Parameters are read from the tree on every call by `reader(trie, n)(tree)`, which returns the
     list of fixed arrays (None at tensor constants) or None; the default reads nested mappings."""
 
-    def __init__(self, layout: EntryLayout, address: int, launchers: dict, constants: dict, reader=None):
+    def __init__(self, layout: EntryLayout, address: int, launchers: dict, constants: dict, reader=None, owner=None):
+        self.owner = owner  # the native library holding the code: alive as long as this runner
         self.layout = layout
         self.fn = _ENTRY(address)
         self.launchers = launchers

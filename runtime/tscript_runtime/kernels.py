@@ -37,9 +37,11 @@ SPLIT_ALIGN = 16  # halves of long dims start at a multiple of this (whole vecto
 
 class FusedKernel:
     """A compiled fusion group: call it with the group's inputs (arrays and Python scalars). Launches
-    of `split_min` elements or more run as two halves on two threads."""
+    of `split_min` elements or more run as two halves on two threads. `owner` (the native library
+    holding the code at `address`) is kept alive as long as the kernel."""
 
-    def __init__(self, address: int, spec: KernelSpec, split_min: int, name: str = "fused kernel"):
+    def __init__(self, address: int, spec: KernelSpec, split_min: int, name: str = "fused kernel", owner=None):
+        self.owner = owner
         self.fn = _SIG(address)
         self.address = address
         self.name = name

@@ -56,7 +56,8 @@ def emit_module(plan: NativePlan):
 
 
 def link_native(graph: dict, plan: NativePlan) -> NativeCode:
-    """The native code of `graph` (its document) under `plan`, emitted now or found in the cache."""
+    """The native code of `graph` (its document) under `plan`, emitted now or found in the cache. Its
+    library is unloaded when the model's code and launchers are dropped."""
     from .target import optimize_and_emit
 
     def emit():
@@ -68,7 +69,7 @@ def link_native(graph: dict, plan: NativePlan) -> NativeCode:
     names = symbols(plan)
     exports = list(names.values()) + ([ENTRY] if plan.layout is not None else [])
     library = NativeLibrary(obj, exports, imports)
-    launchers = {name: FusedKernel(library.address(names[name]), k.spec, k.split_min, name)
+    launchers = {name: FusedKernel(library.address(names[name]), k.spec, k.split_min, name, owner=library)
                  for name, k in plan.kernels.items()}
     entry = library.address(ENTRY) if plan.layout is not None else None
     return NativeCode(launchers, entry, library)

@@ -74,47 +74,71 @@ def blas_library() -> str | None:
 def external_addresses(names: set[str]) -> dict[str, int]:
     """Addresses for the externals an object needs (libm from the process, BLAS from numpy's lib)."""
     out = {}
-    libc = ctypes.CDLL(None)
-    blas = None
     for name in names:
         if name in LIBRARY_FUNCTIONS:
             from .library import addresses
             out[name] = addresses()[name]
         elif name in BLAS_SYMBOLS:
-            if blas is None:
-                path = blas_library()
-                if path is None:
-                    raise RuntimeError("native code needs BLAS, but numpy's bundled OpenBLAS was not found; "
-                                     "the reference kernels will be used instead")
-                blas = ctypes.CDLL(path)
-            out[name] = ctypes.cast(getattr(blas, BLAS_SYMBOLS[name]), ctypes.c_void_p).value
+            out[name] = _address(_blas(), BLAS_SYMBOLS[name])
         else:  # libm and libc, from the process
             try:
-                out[name] = ctypes.cast(getattr(libc, name), ctypes.c_void_p).value
+                out[name] = _address(_dll(None), name)
             except AttributeError:
-                libm = ctypes.CDLL("libm.so.6")
-                out[name] = ctypes.cast(getattr(libm, name), ctypes.c_void_p).value
+                out[name] = _address(_dll("libm.so.6"), name)
     return out
+
+
+def _dll(path: str | None) -> ctypes.CDLL:
+    """A shared library of the process, opened once (ctypes keeps its functions' pointers)."""
+    key = ("dll", path)
+    if key not in _state:
+        _state[key] = ctypes.CDLL(path)
+    return _state[key]
+
+
+def _blas() -> ctypes.CDLL:
+    path = blas_library()
+    if path is None:
+        raise RuntimeError("native code needs BLAS, but numpy's bundled OpenBLAS was not found; "
+                           "the reference kernels will be used instead")
+    return _dll(path)
+
+
+def _address(dll: ctypes.CDLL, name: str) -> int:
+    return ctypes.cast(getattr(dll, name), ctypes.c_void_p).value
+
+
+# llvmlite never removes a JITDylib from its LLJIT: dropping a library's tracker frees its code but
+# leaves its empty JITDylib (~9 KB) behind for the LLJIT's life. So every LIBRARIES_PER_JIT libraries
+# are linked into a new LLJIT; each tracker holds a reference to its LLJIT, which is freed (with all
+# its JITDylibs) when the last library linked into it is dropped.
+LIBRARIES_PER_JIT = 32
+
+
+def _jit():
+    """The LLJIT the next library is linked into (call under LLVM_LOCK)."""
+    if _state.get("linked", LIBRARIES_PER_JIT) >= LIBRARIES_PER_JIT:
+        _state["lljit"], _state["linked"] = binding().create_lljit_compiler(), 0
+    _state["linked"] += 1
+    return _state["lljit"]
 
 
 class NativeLibrary:
     """Object code linked into the process; `address(name)` gives an exported function's address.
-    Keep the library alive while any of its code may run."""
+    Keep the library alive while any of its code may run: its code is unloaded when it is dropped."""
     _count = 0
 
     def __init__(self, obj: bytes, exports: list[str], externals: set[str]):
         llvm = binding()
         imports = external_addresses(externals)  # before LLVM_LOCK: the kernel library may link itself here
         with LLVM_LOCK:
-            if "lljit" not in _state:
-                _state["lljit"] = llvm.create_lljit_compiler()
             builder = llvm.JITLibraryBuilder().add_object_img(obj)
             for name, addr in imports.items():
                 builder.import_symbol(name, addr)
             for name in exports:
                 builder.export_symbol(name)
             NativeLibrary._count += 1
-            self._tracker = builder.link(_state["lljit"], f"tscript_native_{NativeLibrary._count}")
+            self._tracker = builder.link(_jit(), f"tscript_native_{NativeLibrary._count}")
             self._addresses = {name: self._tracker[name] for name in exports}
 
     def address(self, name: str) -> int:
