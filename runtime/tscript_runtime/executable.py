@@ -78,8 +78,10 @@ class Executable:
         if self.mode == "reference":
             return f"{kernels}, not usable here ({self.reason}): fusion groups run on the reference kernels"
         from .native.target import host
-        whole = "; whole graph in one native call" if self.entry is not None else "; the executor calls them"
-        return f"{kernels} emitted for this CPU ({host()['cpu']}){whole}"
+        if self.entry is not None:
+            return f"{kernels} emitted for this CPU ({host()['cpu']}); whole graph in one native call"
+        why = f" (no whole-graph call: {self.plan.why_no_entry})" if self.plan.why_no_entry else ""
+        return f"{kernels} emitted for this CPU ({host()['cpu']}); the executor calls them{why}"
 
 
 def _reason(e: Exception) -> str:

@@ -244,7 +244,12 @@ class EntryLayout:
             else:
                 self.kinds[v["name"]] = "value"
         for index, node in enumerate(self.graph["nodes"]):
-            self._node(index, node, steps.get(index))
+            try:
+                self._node(index, node, steps.get(index))
+            except NotLowerable as e:
+                source = node.get("source")
+                raise NotLowerable(f"{node['kind']}{f' at {source}' if isinstance(source, str) else ''} (node {index}): "
+                                   f"{e}") from None
         for name in self.graph["outputs"]:
             self._result(name)
 
@@ -262,10 +267,10 @@ class EntryLayout:
         kind, ins = node["kind"], node["inputs"]
         outs = [o["name"] for o in node["outputs"]]
         if node.get("blocks"):
-            raise NotLowerable(f"{kind} has blocks (control flow)")
+            raise NotLowerable("control flow (blocks) does not lower")
         if step is not None:
             if kind not in STEP_KINDS[step.template] or len(outs) < 1:
-                raise NotLowerable(f"node {index} ({kind}) cannot be a '{step.template}' step")
+                raise NotLowerable(f"it cannot be a '{step.template}' step")
             if step.template == "kernel":
                 self._kernel(index, node, outs)
             elif step.template == "gemm":
@@ -277,7 +282,7 @@ class EntryLayout:
         elif kind == "prim::GetAttr":
             self._get_attr(node, outs[0])
         elif any(kind in kinds for kinds in STEP_KINDS.values()):
-            raise NotLowerable(f"node {index} ({kind}) has no step in the native plan")
+            raise NotLowerable("it has no step in the native plan")
         elif kind in ALIASES or kind in STRIDED_VIEWS:
             if self.kinds.get(ins[0]) != "tensor":
                 raise NotLowerable(f"{kind} of a value that is not a tensor")
@@ -296,7 +301,7 @@ class EntryLayout:
                 if isinstance(value, TensorRef):
                     self._fixed_root(o["name"], ("constant", value.name))
         else:
-            raise NotLowerable(f"{kind} has no native lowering")
+            raise NotLowerable("no native lowering for this op yet")
 
     def _get_attr(self, node: dict, out: str) -> None:
         owner = node["inputs"][0]

@@ -18,7 +18,8 @@ writes it (`<entry>.plan.json` in a saved model); the emitter (native/) realizes
   evaluates while planning a call (views, shape reads, scalar arithmetic, constants, attributes,
   tuples of outputs). `small_m`: the most rows (GEMM) or output channels (convolution) the kernel
   library's GEMM takes, BLAS the rest; `split_min`: multiply-adds from which a library GEMM computes
-  its column halves on two threads. null: no entry (the executor runs the graph).
+  its column halves on two threads. null: no entry (the executor runs the graph); then the optional
+  "why_no_entry" says why, for people (`tsrt info`, `CompiledModel.explain()`).
 
 `NativePlan.from_json(data, graph)` refuses with a ModelError anything that is not exactly this:
 unknown or missing fields, numbers out of range, kernels for nodes that are not groups, subgraphs a
@@ -38,6 +39,7 @@ from .typed_graph import Graph
 
 FORMAT, VERSION = "tscript-native-plan", 1
 MAX_KERNELS = 10_000
+MAX_WHY = 2000  # characters of "why_no_entry"
 SMALL_M = 64  # the kernel library's GEMMs are register-blocked for at most this many rows
 
 
@@ -66,6 +68,7 @@ class Range:
         return f"an int in {self.low}..{self.high}"
 
 
+FIELDS = {"format", "version", "kernels", "entry", "why_no_entry"}
 COUNT = Range(0, 1 << 62)
 # template -> the group kind it emits, and its fields (name -> allowed values)
 KERNEL_TEMPLATES = {
@@ -105,17 +108,22 @@ class NativePlan:
     kernels: dict
     entry: list | None
     layout: EntryLayout | None = None
+    why_no_entry: str = ""
 
     @classmethod
     def from_json(cls, data, graph: Graph, doc: dict) -> "NativePlan":
         """The plan `data` of `graph` (typed; `doc` is its document), checked against it."""
-        if not isinstance(data, dict) or set(data) != {"format", "version", "kernels", "entry"} or \
+        if not isinstance(data, dict) or not {"format", "version", "kernels", "entry"} <= set(data) <= FIELDS or \
                 data["format"] != FORMAT:
             raise ModelError("not a native plan (expected the fields format, version, kernels, entry)")
+        why = data.get("why_no_entry", "")
+        if not isinstance(why, str) or len(why) > MAX_WHY or why and data["entry"] is not None:
+            raise ModelError(f"native plan: 'why_no_entry' must be a text of at most {MAX_WHY} characters, given "
+                             f"only without an entry")
         if type(data["version"]) is not int or data["version"] != VERSION:
             raise ModelError(f"unsupported native plan version {data['version']!r} (this runtime reads {VERSION})")
         kernels = _kernels(data["kernels"], graph)
-        plan = cls(kernels, None if data["entry"] is None else _steps(data["entry"], graph))
+        plan = cls(kernels, None if data["entry"] is None else _steps(data["entry"], graph), why_no_entry=why)
         if plan.entry is not None:
             specs = {name: k.spec for name, k in kernels.items()}
             try:
@@ -131,7 +139,8 @@ class NativePlan:
         entry = None if self.entry is None else [
             {"node": s.node, "template": s.template, **{f: getattr(s, f) for f in STEP_FIELDS[s.template]}}
             for s in self.entry]
-        return {"format": FORMAT, "version": VERSION, "kernels": kernels, "entry": entry}
+        return {"format": FORMAT, "version": VERSION, "kernels": kernels, "entry": entry,
+                **({"why_no_entry": self.why_no_entry} if self.why_no_entry else {})}
 
     def fingerprint(self) -> str:
         """Canonical text of the plan (part of the object cache key)."""

@@ -158,6 +158,8 @@ def test_graphs_with_other_ops_have_no_entry_and_still_run():
     cm = ts.jit.compile(fn, (x,))
     assert cm.executable.entry is None
     assert_close(cm(x).numpy(), fn(x).numpy(), rtol=1e-4, atol=1e-5)
+    why = "no whole-graph call: aten::cumsum at test_graph_entry.py:157 (node 6): no native lowering for this op yet"
+    assert why in cm.explain() and cm.plan["why_no_entry"] in why
 
 
 F = ts.nn.functional

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from tscript_runtime.errors import ModelError
 from tscript_runtime.graph_entry import ALIASES, STEP_KINDS, STRIDED_VIEWS
-from tscript_runtime.native_plan import FORMAT, SMALL_M, VERSION, NativePlan
+from tscript_runtime.native_plan import FORMAT, MAX_WHY, SMALL_M, VERSION, NativePlan
 from tscript_runtime.typed_graph import typed_graph
 
 from ..ir.graph import Graph, Node
@@ -25,15 +25,20 @@ TEMPLATE_OF_KIND = {kind: template for template, kinds in STEP_KINDS.items() for
 def plan_native(graph: Graph) -> dict:
     """The native plan of `graph` (a JSON document); names each fusion group's kernel in its
     `kernel` attribute. The entry is planned when every top-level node computing a tensor has a
-    step template and the runtime accepts the steps (else the executor runs the graph)."""
+    step template and the runtime accepts the steps; else the plan says why not (the executor then
+    runs the graph, calling the kernels)."""
     kernels = {}
     for node in graph.all_nodes():
         if node.kind in (GROUP, ROW_GROUP):
             node.attrs["kernel"] = name = f"k{len(kernels)}"
             kernels[name] = _kernel(node)
-    plan = {"format": FORMAT, "version": VERSION, "kernels": kernels, "entry": _steps(graph)}
-    if plan["entry"] is not None and not _accepted(graph, plan):
-        plan["entry"] = None
+    plan = {"format": FORMAT, "version": VERSION, "kernels": kernels, "entry": None}
+    steps, why = _steps(graph)
+    if steps is not None:
+        plan["entry"] = steps
+        why = _refusal(graph, plan)
+    if why is not None:
+        plan["entry"], plan["why_no_entry"] = None, why[:MAX_WHY]
     return plan
 
 
@@ -70,28 +75,33 @@ def _may_be_transposed(v) -> bool:
     return v.node is None or v.node.kind in STRIDED_VIEWS
 
 
-def _steps(graph: Graph) -> list | None:
-    """One step per top-level node that has a step template (the rest must be nodes the entry
-    evaluates while planning a call; the runtime checks)."""
+def _steps(graph: Graph) -> tuple:
+    """(one step per top-level node that has a step template, None) — the rest must be nodes the
+    entry evaluates while planning a call, which the runtime checks — or (None, why) when a node
+    rules the entry out already."""
     steps = []
     for index, node in enumerate(graph.nodes):
         template = TEMPLATE_OF_KIND.get(node.kind)
-        if node.kind in (GROUP, ROW_GROUP) and "kernel" not in node.attrs or node.blocks:
-            return None
+        if node.blocks:
+            return None, f"{_where(node, index)}: control flow (blocks) does not lower"
         if template == "gemm":
             steps.append({"node": index, "template": template, "small_m": SMALL_M, "split_min": GEMM_SPLIT_MIN})
         elif template == "conv2d":
             steps.append({"node": index, "template": template, "small_m": SMALL_M})
         elif template is not None:
             steps.append({"node": index, "template": template})
-    return steps
+    return steps, None
 
 
-def _accepted(graph: Graph, plan: dict) -> bool:
-    """Does the runtime take this plan's entry (every node lowers, every output is computed)?"""
+def _where(node: Node, index: int) -> str:
+    return f"{node.kind}{f' at {node.source}' if node.source else ''} (node {index})"
+
+
+def _refusal(graph: Graph, plan: dict) -> str | None:
+    """Why the runtime does not take this plan's entry (its message), or None when it does."""
     doc = graph_to_json(graph)
     try:
         NativePlan.from_json(plan, typed_graph(doc), doc)
-    except ModelError:
-        return False
-    return True
+    except ModelError as e:
+        return str(e).removeprefix("the native plan's entry cannot run this graph: ")
+    return None

@@ -41,6 +41,19 @@ class CompiledModel:
         """The native plan (the code-generation decisions a saved model stores)."""
         return self.executable.plan.to_json() if self.executable.plan is not None else None
 
+    def explain(self) -> str:
+        """How the model runs natively: its kernels and the whole-graph entry's steps, or the first node
+        that keeps the graph from running in one native call."""
+        plan = self.plan
+        if plan is None:
+            return self.executable.describe()
+        templates = ", ".join(f"{name}: {k['template']}" for name, k in plan["kernels"].items()) or "none"
+        lines = [self.executable.describe(), f"kernels: {templates}"]
+        nodes = list(self.graph.nodes)
+        if plan["entry"] is not None:
+            lines += [f"  {s['template']:<16} {nodes[s['node']].kind}" for s in plan["entry"]]
+        return "\n".join(lines)
+
     @property
     def llvm_ir(self) -> str:
         """The LLVM IR the runtime emits for the model's kernels and entry (for inspection)."""
