@@ -203,3 +203,86 @@ class SetsAttribute(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         self.last = x  # error
         return x
+
+
+# -- generators: refused wherever the `yield` stands (Python makes the whole function a generator) --
+def yield_after_return(x: Tensor) -> Tensor:
+    return x
+    yield x  # error
+
+
+def yield_in_dead_branch(x: Tensor) -> Tensor:
+    if False:
+        yield x  # error
+    return x
+
+
+def yield_expression(x: Tensor):
+    y = yield x  # error
+    return y
+
+
+def yield_from(x: Tensor):
+    yield from [x]  # error
+
+
+async def async_function(x: Tensor) -> Tensor:  # error
+    return x
+
+
+# -- the limits of constant folding (limits.py) -----------------------------------------------------
+def power_tower(n: int) -> int:
+    return n + 9 ** 9 ** 9  # error
+
+
+def repeated_tuple(x: Tensor):
+    return (x,) * 99999999999  # error
+
+
+def overflowing_tuple(x: Tensor):
+    return (x,) * 10 ** 40  # error
+
+
+def repeated_string(n: int) -> str:
+    return "ab" * 10 ** 9  # error
+
+
+def wide_format(n: int) -> str:
+    return f"{1:>1000000000}"  # error
+
+
+def huge_range(n: int) -> int:
+    for i in range(10 ** 30):  # error
+        n += i
+    return n
+
+
+class UnrollsTooMuch(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(2, 2), nn.Linear(2, 2)])
+
+    def forward(self, x: Tensor) -> Tensor:
+        for i in range(100000):  # error
+            x = self.layers[i](x)
+        return x
+
+
+# -- constants Python cannot combine (found by fuzzing: they raised TypeError while compiling) --------
+def invert_float(n: int) -> float:
+    return n + ~0.5  # error
+
+
+def compare_tuple_to_float(n: int) -> bool:
+    return (1, 2) < 1.5  # error
+
+
+def max_of_tuple_and_float(n: int) -> float:
+    return max((1, 2), 1.5)  # error
+
+
+def enumerate_from_string(xs: List[int]) -> int:
+    n = 0
+    for i, v in enumerate(xs, "a"):  # error
+        n += v
+    return n

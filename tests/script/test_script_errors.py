@@ -20,7 +20,7 @@ CASES = [
     (P.import_inside, "import", "import statements"),
     (P.global_statement, "global", "global statements are not supported"),
     (P.del_statement, "del", "del statements are not supported"),
-    (P.yield_statement, "yield", "generators (yield) are not supported"),
+    (P.yield_statement, "yield", "Yield aren't supported: a function that yields is a generator"),
     (P.set_literal, "{1", "set literals are not supported"),
     (P.star_arguments, "*sizes", "*args and **kwargs in calls are not supported"),
     (P.nested_function, "def", "nested function definitions are not supported"),
@@ -46,12 +46,29 @@ CASES = [
     (P.recursive, "recursive(n", "recursive call of 'recursive' is not supported"),
     (P.missing_argument, "helper(x)", "helper() missing required argument 'y'"),
     (P.tuple_index_out_of_range, "t[2]", "tuple index 2 is out of range"),
+    (P.yield_after_return, "yield", "Yield aren't supported"),
+    (P.yield_in_dead_branch, "yield", "Yield aren't supported"),
+    (P.yield_expression, "yield", "Yield aren't supported"),
+    (P.yield_from, "yield", "YieldFrom aren't supported"),
+    (P.async_function, "async", "async function definitions aren't supported"),
+    (P.power_tower, "9 **", "more than MAX_INT_BITS = 1024 bits"),
+    (P.repeated_tuple, "(x,)", "more than MAX_SEQUENCE_LENGTH = 65536 items"),
+    (P.overflowing_tuple, "(x,)", "more than MAX_SEQUENCE_LENGTH = 65536 items"),
+    (P.repeated_string, '"ab"', "more than MAX_SEQUENCE_LENGTH = 65536 items"),
+    (P.wide_format, 'f"', "more than MAX_SEQUENCE_LENGTH = 65536 items"),
+    (P.huge_range, "range", "a loop runs at most INT_MAX = 2**63 - 1 times"),
+    (P.invert_float, "~0.5", "bad operand type for unary ~: 'float'"),
+    (P.compare_tuple_to_float, "(1, 2)", "cannot compare Tuple[int, int] and float with '<'"),
+    (P.max_of_tuple_and_float, "max", "no variant of max() accepts (Tuple[int, int], float)"),
+    (P.enumerate_from_string, "enumerate", "enumerate() start must be an int, not the constant 'a'"),
 ]
 
 MODULE_CASES = [
     (P.UnrollNeedsConstant, "self.layers[k]", "can only be indexed by a constant"),
     (P.MissingAttribute, "scale", "module 'MissingAttribute' has no attribute 'scale'"),
     (P.SetsAttribute, "last", "assigning to attribute 'last' is not supported"),
+    (P.UnrollsTooMuch, "range", "a loop of 100000 iterations is too long to unroll at compile time (the limit is "
+                                "MAX_UNROLL = 10000)"),
 ]
 
 

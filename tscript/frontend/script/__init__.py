@@ -8,7 +8,8 @@ language (SPEC §5). The pipeline, one file per stage:
        matching.py (op schemas), indexing.py, annotations.py (types), library.py (stand-ins)
     -> objects.py (ScriptedFunction / ScriptedModule)
 
-Errors are `CompileError`s naming file, line and column (errors.py).
+Errors are `CompileError`s naming file, line and column (errors.py). What the compiler computes
+itself (folded constants, unrolled loops) is bounded by the limits of limits.py.
 """
 from __future__ import annotations
 

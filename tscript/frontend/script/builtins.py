@@ -18,6 +18,7 @@ from tscript_runtime.ops import OPS
 from ...ir.types import (ANY, BOOL, FLOAT, INT, NONE, STR, TENSOR, DictType, ListType, OptionalType, TensorType,
                          TupleType)
 from .annotations import AnnotationError, python_type, subtype, type_name
+from .limits import check_unroll, checked
 from .values import ConstValue, Loop, SimpleValue, Sugared, TupleSugar, Unrolled
 
 INT_MAX = 9223372036854775807  # prim::Loop's trip count for `while` loops, as in TorchScript
@@ -98,16 +99,20 @@ class RangeSugar(Sugared):
         self.start, self.stop, self.step = start, stop, step
 
     def constant(self) -> range | None:
-        """The range as a Python range when its bounds are constants (else None)."""
+        """The range as a Python range when its bounds are constants (else None; a step of 0
+        is left to raise when the loop runs, as in Python)."""
         parts = (self.start, self.stop, self.step)
-        if all(isinstance(p, ConstValue) for p in parts):
+        if all(isinstance(p, ConstValue) for p in parts) and self.step.value != 0:
             return range(*(p.value for p in parts))
         return None
 
     def length(self, em, pos):
         known = self.constant()
         if known is not None:
-            return ConstValue(len(known))
+            n = _range_length(known)
+            if n > INT_MAX:
+                raise em.error(f"range() of {n} items: a loop runs at most INT_MAX = 2**63 - 1 times", pos)
+            return ConstValue(n)
         if isinstance(self.start, ConstValue) and self.start.value == 0 and \
                 isinstance(self.step, ConstValue) and self.step.value == 1:
             return self.stop
@@ -124,12 +129,18 @@ class RangeSugar(Sugared):
                                "range")
         return Loop(self.length(em, pos), item)
 
-    def unrolled(self) -> Unrolled:
-        """The constant range as unrolled items."""
+    def unrolled(self, em, pos) -> Unrolled:
+        """The constant range as unrolled items (at most MAX_UNROLL)."""
+        check_unroll(em, self.length(em, pos).value, pos)
         return Unrolled([ConstValue(i) for i in self.constant()])
 
     def as_value(self, em, pos):
         return em.comprehension_of(self, pos)
+
+
+def _range_length(r: range) -> int:
+    """len(r), also past sys.maxsize (where len() raises OverflowError)."""
+    return max(0, (r.stop - r.start + r.step - (1 if r.step > 0 else -1)) // r.step)
 
 
 class EnumerateSugar(Sugared):
@@ -194,6 +205,8 @@ def _range(em, args, kwargs, pos):
 def _enumerate(em, args, kwargs, pos):
     arity(em, "enumerate", args, 1, 2, pos)
     start = args[1] if len(args) == 2 else kwargs.get("start", ConstValue(0))
+    if start.type != INT:
+        raise em.error(f"enumerate() start must be an int, not {start.describe}", pos)
     return EnumerateSugar(args[0], start)
 
 
@@ -215,8 +228,8 @@ def _scalar_conversion(name: str, target):
         x = args[0]
         if isinstance(x, ConstValue) and isinstance(x.value, (bool, int, float, str)):
             try:
-                return ConstValue(python(x.value))
-            except ValueError as e:
+                return ConstValue(checked(em, python(x.value), pos))
+            except (OverflowError, ValueError) as e:
                 raise em.error(f"{name}(): {e}", pos) from None
         if x.type == target:
             return x
@@ -247,12 +260,20 @@ def _min_max(name: str):
             raise em.error(f"{name}() of tensors is ambiguous; use tscript.{name}imum or x.{name}(dim)", pos)
         out = args[0]
         for a in args[1:]:
-            if isinstance(out, ConstValue) and isinstance(a, ConstValue):
-                out = ConstValue((min if name == "min" else max)(out.value, a.value))
-            else:
-                out = em.call_ops([op for op in family(name) if "." in op.name], [out, a], {}, pos, name)
+            out = _fold_min_max(name, out, a) or \
+                em.call_ops([op for op in family(name) if "." in op.name], [out, a], {}, pos, name)
         return out
     return handler
+
+
+def _fold_min_max(name: str, a: Sugared, b: Sugared) -> ConstValue | None:
+    """min/max of two constants, or None (not constants, or not comparable: left to the ops)."""
+    if not (isinstance(a, ConstValue) and isinstance(b, ConstValue)):
+        return None
+    try:
+        return ConstValue((min if name == "min" else max)(a.value, b.value))
+    except TypeError:
+        return None
 
 
 def _reduce_list(name: str):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import sys
 import types as pytypes
 import typing
 
@@ -27,7 +28,7 @@ from .builtins import (MATH, NOT_CONSTANT, SPECIALS, BuiltinSugar, ClassSugar, E
                        is_python_module, math_sugar)
 from .emitter import FunctionEmitter
 from .library import SHIMS
-from .parser import parse_function, parse_text
+from .parser import parse_function, parse_text, refuse_generator
 from .source import get_source, scope_of
 from .values import ConstValue, SimpleValue, Sugared, TupleSugar, Unrolled
 
@@ -50,6 +51,7 @@ class Compiler:
         parameters are Tensors (or the type of their default)."""
         target = SHIMS.get(fn, fn)
         source = get_source(target)
+        refuse_generator(target, source)
         fdef = parse_function(source)
         graph = Graph()
         library = _is_library(target)
@@ -80,8 +82,12 @@ class Compiler:
             bindings[p.name] = SimpleValue(graph.add_input(what, p.name)) if kind == "in" else spec[2]
         declared = em.annotation(fdef.returns) if fdef.returns is not None else ANY
         em.return_type = None if declared == ANY else declared
-        em.emit(bindings)
-        eliminate_dead_code(graph)
+        try:
+            em.emit(bindings)
+            eliminate_dead_code(graph)
+        except RecursionError:  # statements, lambdas, calls and the passes over nested blocks recurse
+            raise em.error(f"too deeply nested to compile: Python's recursion limit (sys.getrecursionlimit() = "
+                           f"{sys.getrecursionlimit()}) was reached") from None
 
     def call_function(self, em, fn, args: list, kwargs: dict, pos) -> Sugared:
         """A call of a Python function: prim::CallFunction of its compiled graph."""
@@ -177,7 +183,7 @@ class Compiler:
     def parse_annotation(self, source, const: S.Const) -> S.Expr:
         """A string annotation ("Tensor", "List[int]") as an expression at the string's position."""
         text = " " * (const.pos[1] - 1) + const.value
-        expr = parse_text(source, text, "eval_input")
+        expr = parse_text(source, text, "eval_input", const.pos[0])
         for e in S.walk_exprs(expr):
             e.pos = (e.pos[0] + const.pos[0] - 1, e.pos[1])
         return expr

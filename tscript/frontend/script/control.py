@@ -128,15 +128,19 @@ class ControlFlow:
     def condition(self, test: S.Expr):
         """(condition as a bool ConstValue or SimpleValue, refinements when true, when false).
         Refinements narrow Optional variables: `x is not None` makes `x` a T in the true branch."""
+        return self.run(self.lower_condition(test))
+
+    def lower_condition(self, test: S.Expr):
+        """The lowering generator of `condition` (see FunctionEmitter.run)."""
         if isinstance(test, S.UnaryOp) and test.op == "not":
-            cond, t, f = self.condition(test.operand)
+            cond, t, f = yield self.lower_condition(test.operand)
             return self.negate(cond, test.pos), f, t
         if isinstance(test, S.BoolOp):
-            return self.bool_op(test)
+            return (yield self.lower_bool_op(test))
         refined = self._refining_test(test)
         if refined is not None:
             return refined
-        return self.to_bool(self.expr(test), test.pos), {}, {}
+        return self.to_bool((yield test), test.pos), {}, {}
 
     def _refining_test(self, test):
         """`x is None`, `x is not None`, `isinstance(x, T)` on a variable: the check plus refinements."""
@@ -205,44 +209,44 @@ class ControlFlow:
         what = type_name(t) if t is not None else s.describe
         raise self.error(f"cannot use a value of type '{what}' as a condition", pos)
 
-    def bool_op(self, e: S.BoolOp):
-        """`a and b` / `a or b`, short-circuit (b runs only when needed) with the refinements of
-        `a` visible while `b` runs."""
-        first, *others = e.values
-        cond, if_true, if_false = self.condition(first)
-        if not others:
-            return cond, if_true, if_false
-        rest = S.BoolOp(e.pos, e.op, others) if len(others) > 1 else others[0]
-        short = FALSE if e.op == "and" else TRUE
-        runs_rest = (lambda c: c.value) if e.op == "and" else (lambda c: not c.value)
+    def lower_bool_op(self, e: S.BoolOp):
+        """`a and b and c` (or `or`) as `(a and b) and c`, like TorchScript: each operand runs only
+        when needed (a prim::If), with the refinements of the operands before it visible."""
+        cond, if_true, if_false = yield self.lower_condition(e.values[0])
+        for operand in e.values[1:]:
+            cond, if_true, if_false = yield self._short_circuit(e.op, cond, if_true, if_false, operand, e.pos)
+        return cond, if_true, if_false
+
+    def _short_circuit(self, op: str, cond, if_true: dict, if_false: dict, operand: S.Expr, pos):
+        """`cond op operand`, `cond` (with its refinements) being what the operands before gave."""
+        short = FALSE if op == "and" else TRUE
         if isinstance(cond, ConstValue):
-            if not runs_rest(cond):
-                return short, {}, {}
-            return self.condition(rest)
-        refinements = if_true if e.op == "and" else if_false
+            runs = cond.value if op == "and" else not cond.value
+            return (yield self.lower_condition(operand)) if runs else (short, {}, {})
+        refinements = if_true if op == "and" else if_false
         result = {}
 
-        def rest_branch():
+        def rest():
             self.refine(self.env, refinements)
-            c, t, f = self.condition(rest)
-            result["t"], result["f"] = t, f
+            c, result["t"], result["f"] = yield self.lower_condition(operand)
             return c
 
-        branches = (rest_branch, lambda: short) if e.op == "and" else (lambda: short, rest_branch)
-        value = self.if_value(cond, *branches, e.pos)
-        if e.op == "and":
+        branches = (rest(), given(short)) if op == "and" else (given(short), rest())
+        value = yield self.lower_if_value(cond, *branches, pos)
+        if op == "and":
             return value, {**if_true, **result.get("t", {})}, {}
         return value, {}, {**if_false, **result.get("f", {})}
 
-    def if_value(self, cond: SimpleValue, then_fn, else_fn, pos, then_refine=None, else_refine=None) -> Sugared:
-        """A prim::If with one output: the value `then_fn()` / `else_fn()` computes in each branch."""
+    def lower_if_value(self, cond: SimpleValue, then_need, else_need, pos, then_refine=None, else_refine=None):
+        """A lowering generator: a prim::If with one output, the value each branch computes
+        (`then_need`, `else_need`: what a lowering generator may yield for it)."""
         node = self.insert("prim::If", [cond.value], [])
         envs = [Env(self.env, node.add_block()), Env(self.env, node.add_block())]
         results = []
-        for env, fn, refinements in zip(envs, (then_fn, else_fn), (then_refine, else_refine)):
+        for env, need, refinements in zip(envs, (then_need, else_need), (then_refine, else_refine)):
             with self.in_env(env):
                 self.refine(env, refinements or {})
-                results.append(fn())
+                results.append((yield need))
         if all(isinstance(r, ConstValue) for r in results) and results[0].value == results[1].value and \
                 type(results[0].value) is type(results[1].value):
             return results[0]
@@ -271,7 +275,7 @@ class ControlFlow:
             raise self.error("'else' clauses of loops are not supported in scripted code", s.pos)
         iterable = self.expr(s.iter)
         if isinstance(iterable, RangeSugar) and iterable.constant() is not None and self._indexes_modules(s):
-            iteration = iterable.unrolled()
+            iteration = iterable.unrolled(self, s.iter.pos)
         else:
             iteration = self.iteration(iterable, s.iter.pos)
         if isinstance(iteration, Unrolled):
@@ -436,13 +440,16 @@ class ControlFlow:
             stop = self.insert("aten::__or__.bool", [stop, s], [BOOL]).output
         if while_test is None:
             return self.insert("aten::__not__", [stop], [BOOL]).output
-        return self.if_value(SimpleValue(stop), lambda: FALSE,
-                             lambda: self.condition(while_test)[0], while_test.pos).as_value(self, while_test.pos)
+
+        def test_again():
+            return (yield self.lower_condition(while_test))[0]
+        return self.run(self.lower_if_value(SimpleValue(stop), given(FALSE), test_again(), while_test.pos)) \
+            .as_value(self, while_test.pos)
 
     # -- comprehensions -----------------------------------------------------------------------------------------
-    def comprehension(self, e: S.Comprehension) -> Sugared:
-        """[elt for x in it if cond] (and dict comprehensions): a list filled by a loop whose
-        variables are local to the comprehension."""
+    def lower_comprehension(self, e: S.Comprehension):
+        """[elt for x in it if cond] (and dict comprehensions), a lowering generator: a list filled
+        by a loop whose variables are local to the comprehension."""
         if len(e.generators) != 1:
             raise self.error("comprehensions with several 'for' clauses are not supported", e.pos)
         target, it, conds = e.generators[0]
@@ -450,32 +457,32 @@ class ControlFlow:
         out = self.insert("prim::ListConstruct" if kind_list else "prim::DictConstruct", [],
                           [ListType(ANY) if kind_list else DictType(ANY, ANY)]).output
         adds = []
-
-        def body():
-            ok, _, _ = self.condition(S.BoolOp(e.pos, "and", conds)) if conds else (TRUE, {}, {})
-            if isinstance(ok, ConstValue):
-                if ok.value:
-                    adds.append(self._comprehension_add(out, e))
-                return
-            node = self.insert("prim::If", [ok.value], [])
-            envs = [Env(self.env, node.add_block()), Env(self.env, node.add_block())]
-            with self.in_env(envs[0]):
-                adds.append(self._comprehension_add(out, e))
-            self.merge(node, envs)
-
-        iteration = self.iteration(self.expr(it), it.pos)
+        iteration = self.iteration((yield it), it.pos)
         scope = Env(self.env, self.env.block)
         with self.in_env(scope):
             if isinstance(iteration, Unrolled):
                 for item in iteration.items:
                     self.assign(target, item, e.pos)
-                    body()
+                    yield self._comprehension_body(out, e, conds, adds)
             else:
-                self._comprehension_loop(iteration, target, body, e.pos)
+                yield self._comprehension_loop(iteration, target, self._comprehension_body(out, e, conds, adds), e.pos)
         self._set_container_type(out, adds, e.pos)
         return SimpleValue(out)
 
-    def _comprehension_loop(self, iteration: Loop, target, body, pos) -> None:
+    def _comprehension_body(self, out: Value, e: S.Comprehension, conds: list, adds: list):
+        """One iteration: the item added to `out` (if the conditions hold); its type goes to `adds`."""
+        ok, _, _ = (yield self.lower_condition(S.BoolOp(e.pos, "and", conds))) if conds else (TRUE, {}, {})
+        if isinstance(ok, ConstValue):
+            if ok.value:
+                adds.append((yield self._comprehension_add(out, e)))
+            return
+        node = self.insert("prim::If", [ok.value], [])
+        envs = [Env(self.env, node.add_block()), Env(self.env, node.add_block())]
+        with self.in_env(envs[0]):
+            adds.append((yield self._comprehension_add(out, e)))
+        self.merge(node, envs)
+
+    def _comprehension_loop(self, iteration: Loop, target, body, pos):
         node = self.insert("prim::Loop", [iteration.trip.as_value(self, pos), self.const(True)], [])
         block = node.add_block()
         index = block.add_param(INT, "i")
@@ -483,16 +490,16 @@ class ControlFlow:
         env.vars[BROKE] = env.vars[CONTINUED] = FALSE
         with self.in_env(env):
             self.assign(target, iteration.item(self, index), pos)
-            body()
+            yield body
             block.add_return(self.const(True))
 
     def _comprehension_add(self, out: Value, e: S.Comprehension):
         if e.kind == "list":
-            item = self.expr(e.elt).as_value(self, e.elt.pos)
+            item = (yield e.elt).as_value(self, e.elt.pos)
             self.insert("aten::append.t", [out, item], [out.type])
             return item.type
-        key = self.expr(e.key).as_value(self, e.key.pos)
-        value = self.expr(e.elt).as_value(self, e.elt.pos)
+        key = (yield e.key).as_value(self, e.key.pos)
+        value = (yield e.elt).as_value(self, e.elt.pos)
         self.insert("aten::_set_item.dict", [out, key, value], [out.type])
         return key.type, value.type
 
@@ -515,8 +522,14 @@ class ControlFlow:
         scope = Env(self.env, self.env.block)
         scope.vars["$items"] = iterable
         with self.in_env(scope):
-            return self.comprehension(S.Comprehension(pos, "list", S.Name(pos, "$item"), None,
-                                                      [(S.Name(pos, "$item"), x, [])])).as_value(self, pos)
+            comprehension = S.Comprehension(pos, "list", S.Name(pos, "$item"), None, [(S.Name(pos, "$item"), x, [])])
+            return self.run(self.lower_comprehension(comprehension)).as_value(self, pos)
+
+
+def given(value):
+    """A lowering generator whose result is `value`, known already."""
+    return value
+    yield  # (makes this a generator)
 
 
 def _public(name: str) -> str:

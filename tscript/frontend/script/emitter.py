@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
+from types import GeneratorType
 
 from tscript_runtime.ops import OPS
 
@@ -19,10 +20,11 @@ from ...ir.types import (BOOL, FLOAT, INT, NONE, STR, TENSOR, DictType, ListType
 from . import syntax as S
 from .annotations import UNKNOWN, AnnotationError, resolve_annotation, subtype, type_name, unify
 from .builtins import ClassSugar, ExceptionClassSugar, ExceptionSugar, family, isinstance_of
-from .control import ControlFlow
+from .control import ControlFlow, given
 from .environment import BROKE, CONTINUED, FALSE, RAISED, RET, RETURNED, TRUE, Env
 from .errors import CompileError
 from .indexing import SliceSugar, setitem
+from .limits import check_fold, check_format, checked
 from .matching import match_call
 from .values import ConstValue, EmptyList, SimpleValue, Sugared, TupleSugar, Undefined, Unrolled, is_none
 
@@ -330,12 +332,52 @@ class FunctionEmitter(ControlFlow):
         return self.scope.get(name, UNKNOWN)
 
     # -- expressions ----------------------------------------------------------------------------------------------
+    # Expressions are lowered by generators run on an explicit stack (`run`), not by recursion:
+    # source nests them thousands deep (a 3000-term sum, a chain of 1000 method calls), as CPython
+    # allows, and Python's recursion limit would stop a recursive walk at a few hundred.
     def expr(self, e: S.Expr, expected: Type | None = None) -> Sugared:
         """Compile an expression; `expected` types empty containers and None."""
+        return self.run(self.lower(e, expected))
+
+    def run(self, work: GeneratorType):
+        """The result of `work`, a lowering generator. A lowering generator yields what it needs
+        first: an expression, (expression, expected type), or another lowering generator; the
+        result is sent back to it (an exception is thrown into it, so its `with` blocks unwind)."""
+        stack, value, error = [work], None, None
+        while stack:
+            try:
+                need = stack[-1].throw(error) if error is not None else stack[-1].send(value)
+            except StopIteration as done:
+                stack.pop()
+                value, error = done.value, None
+            except Exception as e:  # thrown into the generator that asked, or raised below
+                stack.pop()
+                value, error = None, e
+            else:
+                if not isinstance(need, GeneratorType):
+                    need = self.lower(*need) if isinstance(need, tuple) else self.lower(need)
+                stack.append(need)
+                value, error = None, None
+        if error is not None:
+            raise error
+        return value
+
+    def lower(self, e: S.Expr, expected: Type | None = None):
+        """The lowering generator of an expression (its handler's, if that is one)."""
         handler = _EXPRESSIONS.get(type(e))
         if handler is None:
             raise self.error(f"{type(e).__name__} expressions are not supported", e.pos)
-        return handler(self, e, expected)
+        result = handler(self, e, expected)
+        if isinstance(result, GeneratorType):
+            result = yield result
+        return result
+
+    def lower_all(self, needs: list):
+        """A lowering generator of the results of `needs` (what a lowering generator may yield), in order."""
+        out = []
+        for need in needs:
+            out.append((yield need))
+        return out
 
     def expr_name(self, e: S.Name, expected):
         v = self.env.lookup(e.id)
@@ -355,47 +397,65 @@ class FunctionEmitter(ControlFlow):
         return ConstValue(e.value)
 
     def expr_fstring(self, e: S.FString, expected):
-        values = [self.expr(v) for v in e.values]
+        values = yield self.lower_all(e.values)
         if all(isinstance(v, ConstValue) for v in values):
-            return ConstValue(e.format.format(*(v.value for v in values)))
+            check_format(self, e.format, e.pos)
+            try:
+                return ConstValue(checked(self, e.format.format(*(v.value for v in values)), e.pos))
+            except (TypeError, ValueError):
+                pass  # formatting raises when it runs, as in Python
         return self.call_ops([OPS["aten::format"]], [ConstValue(e.format), TupleSugar(values)], {}, e.pos, "format")
 
     def expr_attribute(self, e: S.Attribute, expected):
-        return self.expr(e.value).attr(self, e.attr, e.pos)
+        value = yield e.value
+        return value.attr(self, e.attr, e.pos)
 
     def expr_subscript(self, e: S.Subscript, expected):
-        return self.expr(e.value).getitem(self, self.index_expr(e.index), e.pos)
+        value = yield e.value
+        index = yield self.lower_index(e.index)
+        return value.getitem(self, index, e.pos)
 
     def index_expr(self, e: S.Expr) -> Sugared:
         """An index: slices, tuples of items and `...` as well as expressions."""
+        return self.run(self.lower_index(e))
+
+    def lower_index(self, e: S.Expr):
+        """The lowering generator of an index (see index_expr)."""
         if isinstance(e, S.Slice):
-            return SliceSugar(*(None if b is None else self.expr(b) for b in (e.lower, e.upper, e.step)))
+            bounds = yield self.lower_all([b if b is not None else given(None) for b in (e.lower, e.upper, e.step)])
+            return SliceSugar(*bounds)
         if isinstance(e, S.TupleExpr):
-            return TupleSugar([self.index_expr(x) for x in e.elts])
+            return TupleSugar((yield self.lower_all([self.lower_index(x) for x in e.elts])))
         if isinstance(e, S.Const) and e.value is Ellipsis:
             return ConstValue(Ellipsis)
-        return self.expr(e)
+        return (yield e)
 
     def expr_call(self, e: S.Call, expected):
-        func = self.expr(e.func)
-        args = [self.expr(a) for a in e.args]
+        func = yield e.func
+        args = yield self.lower_all(e.args)
         kwargs = {}
         for name, value in e.keywords:
             if name in kwargs:
                 raise self.error(f"keyword argument '{name}' repeated", e.pos)
-            kwargs[name] = self.expr(value)
+            kwargs[name] = yield value
         return func.call(self, args, kwargs, e.pos)
 
     def expr_binop(self, e: S.BinOp, expected):
-        return self.binary(e.op, self.expr(e.left), self.expr(e.right), e.pos)
+        left = yield e.left
+        right = yield e.right
+        return self.binary(e.op, left, right, e.pos)
 
     def binary(self, op: str, left: Sugared, right: Sugared, pos) -> Sugared:
-        """`left op right`: folded for constants, else the op family for tensors, numbers, strings or lists."""
+        """`left op right`: folded for constants (within the limits of limits.py), else the op
+        family for tensors, numbers, strings or lists."""
         if isinstance(left, ConstValue) and isinstance(right, ConstValue) and op in _FOLD:
+            check_fold(self, op, left.value, right.value, pos)
             try:
-                return ConstValue(_FOLD[op](left.value, right.value))
+                folded = _FOLD[op](left.value, right.value)
             except (ArithmeticError, TypeError, ValueError):
-                pass  # the op raises when it runs, as Python would
+                folded = None  # the op raises when it runs, as Python would
+            if folded is not None and not isinstance(folded, complex):  # (-8) ** 0.5 is complex in Python
+                return ConstValue(checked(self, folded, pos))
         if isinstance(left, (TupleSugar, ConstValue)) and isinstance(right, (TupleSugar, ConstValue)) and \
                 isinstance(left.type, TupleType) and op in ("+", "*"):
             return _tuple_arithmetic(left, op, right, self, pos)
@@ -416,10 +476,10 @@ class FunctionEmitter(ControlFlow):
         raise self.error(f"unsupported operand types for {op}: '{_describe(left)}' and '{_describe(right)}'", pos)
 
     def expr_unaryop(self, e: S.UnaryOp, expected):
+        x = yield e.operand
         if e.op == "not":
-            return self.negate(self.to_bool(self.expr(e.operand), e.pos), e.pos)
-        x = self.expr(e.operand)
-        if isinstance(x, ConstValue) and type(x.value) in (int, float, bool):
+            return self.negate(self.to_bool(x, e.pos), e.pos)
+        if isinstance(x, ConstValue) and type(x.value) in ((int, bool) if e.op == "~" else (int, float, bool)):
             return ConstValue({"-": lambda v: -v, "+": lambda v: +v, "~": lambda v: ~v}[e.op](x.value))
         if e.op == "+":
             return x
@@ -430,13 +490,13 @@ class FunctionEmitter(ControlFlow):
         raise self.error(f"bad operand type for unary {e.op}: '{_describe(x)}'", e.pos)
 
     def expr_boolop(self, e: S.BoolOp, expected):
-        return self.bool_op(e)[0]
+        return (yield self.lower_bool_op(e))[0]
 
     def expr_compare(self, e: S.Compare, expected):
-        left = self.expr(e.left)
+        left = yield e.left
         result = None
         for op, right_expr in zip(e.ops, e.comparators):
-            right = self.expr(right_expr)
+            right = yield right_expr
             c = self.compare(op, left, right, e.pos)
             result = c if result is None else self._and_values(result, c, e.pos)
             left = right
@@ -456,7 +516,10 @@ class FunctionEmitter(ControlFlow):
             found = self.contains(right, left, pos)
             return found if op == "in" else self.negate(found, pos)
         if isinstance(left, ConstValue) and isinstance(right, ConstValue):
-            return ConstValue(_FOLD[op](left.value, right.value))
+            try:
+                return ConstValue(_FOLD[op](left.value, right.value))
+            except TypeError:
+                pass  # not comparable: refused below
         if op in ("==", "!=") and (is_none(left) or is_none(right)):
             return self._identity("is" if op == "==" else "is not", left, right, pos)
         lt, rt = left.type, right.type
@@ -517,23 +580,22 @@ class FunctionEmitter(ControlFlow):
         return self.call_ops([OPS["aten::__or__.bool"]], [a, b], {}, pos, "or")
 
     def expr_ifexp(self, e: S.IfExp, expected):
-        cond, if_true, if_false = self.condition(e.test)
+        cond, if_true, if_false = yield self.lower_condition(e.test)
         if isinstance(cond, ConstValue):
-            return self.expr(e.body if cond.value else e.orelse, expected)
-        return self.if_value(cond, lambda: self.expr(e.body, expected), lambda: self.expr(e.orelse, expected),
-                             e.pos, if_true, if_false)
+            return (yield (e.body if cond.value else e.orelse, expected))
+        return (yield self.lower_if_value(cond, (e.body, expected), (e.orelse, expected), e.pos, if_true, if_false))
 
     def expr_tuple(self, e: S.TupleExpr, expected):
         hints = expected.elems if isinstance(expected, TupleType) and len(expected.elems) == len(e.elts) else \
             [None] * len(e.elts)
-        items = [self.expr(x, h) for x, h in zip(e.elts, hints)]
+        items = yield self.lower_all(list(zip(e.elts, hints)))
         if all(isinstance(i, ConstValue) for i in items):
             return ConstValue(tuple(i.value for i in items))
         return TupleSugar(items)
 
     def expr_list(self, e: S.ListExpr, expected):
         hint = expected.elem if isinstance(expected, ListType) else None
-        items = [self.expr(x, hint) for x in e.elts]
+        items = yield self.lower_all([(x, hint) for x in e.elts])
         if not items:
             return self.empty_list(hint or TENSOR, e.pos)
         values = [i.as_value(self, x.pos) for i, x in zip(items, e.elts)]
@@ -547,8 +609,9 @@ class FunctionEmitter(ControlFlow):
 
     def expr_dict(self, e: S.DictExpr, expected):
         hint = expected if isinstance(expected, DictType) else None
-        keys = [self.expr(k).as_value(self, k.pos) for k in e.keys]
-        values = [self.expr(v, hint.value if hint else None).as_value(self, v.pos) for v in e.values]
+        keys = [k.as_value(self, x.pos) for k, x in zip((yield self.lower_all(e.keys)), e.keys)]
+        values = yield self.lower_all([(v, hint.value if hint else None) for v in e.values])
+        values = [v.as_value(self, x.pos) for v, x in zip(values, e.values)]
         key_t = hint.key if hint else (_join(keys) if keys else STR)
         value_t = hint.value if hint else (_join(values) if values else TENSOR)
         if key_t is None or value_t is None:
@@ -557,7 +620,7 @@ class FunctionEmitter(ControlFlow):
         return SimpleValue(self.insert("prim::DictConstruct", inputs, [DictType(key_t, value_t)]).output)
 
     def expr_comprehension(self, e: S.Comprehension, expected):
-        return self.comprehension(e)
+        return (yield self.lower_comprehension(e))
 
     def expr_slice(self, e: S.Slice, expected):
         raise self.error("a slice is only valid inside an index", e.pos)
@@ -626,8 +689,9 @@ def _tuple_arithmetic(left, op: str, right, em, pos) -> Sugared:
     """`a + b` of tuples and `t * n` (n a constant), item by item."""
     items = em.iteration(left, pos).items
     if op == "+" and isinstance(right.type, TupleType):
-        return TupleSugar(items + em.iteration(right, pos).items)
+        return TupleSugar(checked(em, items + em.iteration(right, pos).items, pos))
     if op == "*" and isinstance(right, ConstValue) and type(right.value) is int:
+        check_fold(em, op, items, right.value, pos)
         return TupleSugar(items * right.value)
     if op == "*" and right.type == INT:  # a tuple of run-time length: a list here
         return em.call_ops([OPS["aten::mul.left_t"]], [left, right], {}, pos, "*")

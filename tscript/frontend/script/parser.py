@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import ast
 import functools
+import inspect
 import os
+import re
 
-from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput
-from lark.indenter import DedentError, PythonIndenter
+from lark import Lark, Token, Transformer_NonRecursive, v_args
+from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, VisitError
+from lark.indenter import PythonIndenter
 from tscript_runtime.user_cache import cache_dir
 
 from . import syntax as S
+from .errors import CompileError
 from .source import Source
 
 _GRAMMAR = os.path.join(os.path.dirname(__file__), "tscript.lark")
@@ -44,20 +47,69 @@ def parse_function(source: Source) -> S.FunctionDef:
     return _functions[key]
 
 
-def parse_text(source: Source, text: str, start: str):
-    """`text` (the source's, or a fragment of it) parsed from the grammar rule `start`; syntax
-    errors are CompileErrors at their position in `source`."""
+def parse_text(source: Source, text: str, start: str, line: int = 1):
+    """`text` (the source's, or a fragment of it that starts on the source's line `line`) parsed
+    from the grammar rule `start`; syntax errors are CompileErrors at their position in `source`.
+    No lark exception gets out: errors inside the tree transform come out unwrapped."""
     try:
         tree = _lark().parse(text, start=start)
     except UnexpectedInput as e:
         what = f"unexpected character {text[e.pos_in_stream]!r}" if isinstance(e, UnexpectedCharacters) \
             else f"unexpected {_token_text(getattr(e, 'token', None))}"
-        raise source.error(f"invalid syntax: {what}", (e.line, e.column)) from None
-    except DedentError as e:
+        raise source.error(f"invalid syntax: {what}", (e.line + line - 1, e.column)) from None
+    except LarkError as e:  # DedentError among them
         raise source.error(f"invalid syntax: {e}", None) from None
-    except LarkError as e:
-        raise source.error(f"invalid syntax: {e}", None) from None
-    return _Builder(source).transform(tree)
+    try:
+        return _Builder(source, line).transform(tree)
+    except VisitError as e:
+        if isinstance(e.orig_exc, CompileError):
+            raise e.orig_exc from None
+        where = _pos(e.obj if isinstance(e.obj, Token) else e.obj.meta)
+        message = getattr(e.orig_exc, "msg", e.orig_exc)  # a SyntaxError's, without its "(<unknown>, line 1)"
+        raise source.error(f"invalid syntax: {message}", (where[0] + line - 1, where[1])) from None
+
+
+_SUSPENDS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
+
+
+def refuse_generator(fn, source: Source) -> None:
+    """Refuse a generator (or async) function, as TorchScript does ("Yield aren't supported"):
+    compiled as a plain function it would return a value where Python returns a generator.
+    Python's own flags say what is one (a `yield` anywhere in the body, reachable or not); its
+    parser finds the `yield` (or the `async def`) to point at."""
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    if code is None or not code.co_flags & _SUSPENDS:
+        return
+    try:
+        fdef = ast.parse(source.text).body[0]
+    except (SyntaxError, IndexError):
+        fdef = None
+    if isinstance(fdef, ast.AsyncFunctionDef):
+        raise source.error("async function definitions aren't supported", _ast_pos(source, fdef))
+    suspends = [n for n in _own_nodes(fdef) if isinstance(n, (ast.Yield, ast.YieldFrom))]
+    first = min(suspends, key=lambda n: (n.lineno, n.col_offset), default=None)
+    what = type(first).__name__ if first is not None else "Yield"
+    raise source.error(f"{what} aren't supported: a function that yields is a generator, which cannot be "
+                       f"scripted", _ast_pos(source, first))
+
+
+def _own_nodes(fdef) -> list:
+    """The nodes of a function's body, without those of functions and classes defined in it."""
+    out, stack = [], list(getattr(fdef, "body", []))
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _ast_pos(source: Source, node):
+    """(line, column) of a Python ast node (whose column counts UTF-8 bytes) in `source`."""
+    if node is None:
+        return None
+    text = source.lines[node.lineno - 1] if node.lineno <= len(source.lines) else ""
+    return node.lineno, len(text.encode()[:node.col_offset].decode(errors="ignore")) + 1
 
 
 def _token_text(token) -> str:
@@ -76,12 +128,14 @@ _BINARY = {"or_expr": "|", "xor_expr": "^", "and_expr": "&"}
 
 
 @v_args(meta=True)
-class _Builder(Transformer):
-    """Lark tree -> syntax nodes (see syntax.py)."""
+class _Builder(Transformer_NonRecursive):
+    """Lark tree -> syntax nodes (see syntax.py). Non-recursive: a 3000-term sum or a chain of
+    1000 method calls is a tree that deep, which CPython compiles."""
 
-    def __init__(self, source: Source):
+    def __init__(self, source: Source, line: int = 1):
         super().__init__()
         self.source = source
+        self.line = line  # the source line of the parsed text's first line
 
     # -- definitions --------------------------------------------------------------------------------
     def file_input(self, meta, items):
@@ -403,10 +457,14 @@ class _Builder(Transformer):
 
     def parse_field(self, text: str, line: int, column: int):
         """An f-string field's expression, positioned where it stands in the file."""
-        expr = parse_text(self.source, " " * (column - 1) + text, "eval_input")
+        expr = parse_text(self.source, " " * (column - 1) + text, "eval_input", line + self.line - 1)
         for e in S.walk_exprs(expr):
             e.pos = (e.pos[0] + line - 1, e.pos[1])
         return expr
+
+    def error(self, message: str, pos: tuple):
+        """A CompileError at `pos`, a position in the parsed text."""
+        return self.source.error(message, (pos[0] + self.line - 1, pos[1]))
 
 
 def _generators(gens: list, cond) -> list:
@@ -482,10 +540,11 @@ class _FStringParser:
                     return i
                 depth -= 1
             i += 1
-        raise self.builder.source.error("invalid f-string: a '{' is never closed", _pos(self.tok))
+        raise self.builder.error("invalid f-string: a '{' is never closed", _pos(self.tok))
 
     def _field(self, start: int, end: int):
-        """('{!r:spec}'-style template, expression) of the field body[start:end]."""
+        """('{!r:spec}'-style template, expression) of the field body[start:end]. A field written
+        `{expr=}` shows its text before the value, as in Python: `f"{x=}"` is "x=" + repr(x)."""
         text, depth, cut = self.body[start:end], 0, None
         for j, ch in enumerate(text):
             depth += ch in "([{"
@@ -495,12 +554,18 @@ class _FStringParser:
                 break
         expr_text, rest = (text, "") if cut is None else (text[:cut], text[cut:])
         if "{" in rest:
-            raise self.builder.source.error("nested fields in f-string format specs are not supported",
-                                            self._where(start))
+            raise self.builder.error("nested fields in f-string format specs are not supported", self._where(start))
+        if not re.fullmatch(r"(![sra])?(:.*)?", rest, re.S):
+            raise self.builder.error(f"invalid f-string field: '{{{text}}}'", self._where(start))
+        label = ""
+        shown = re.fullmatch(r"(.*[^=!<>])=\s*", expr_text, re.S)
+        if shown:
+            label = expr_text.replace("{", "{{").replace("}", "}}")
+            expr_text, rest = shown.group(1), rest or "!r"
         line, column = self._where(start)
         expr = self.builder.parse_field(expr_text.strip() or "_", line, column + len(expr_text) -
                                         len(expr_text.lstrip()))
-        return "{" + rest + "}", expr
+        return label + "{" + rest + "}", expr
 
     def _where(self, offset: int) -> tuple:
         """(line, column) of body[offset] in the source."""
