@@ -160,3 +160,14 @@ def test_the_lowering_driver_throws_errors_into_the_generator_that_asked():
     assert FunctionEmitter.run(None, handling()) == 42
     with pytest.raises(ValueError, match="failed"):
         FunctionEmitter.run(None, failing())
+
+
+def test_a_comment_inside_a_string_annotation_is_a_compile_error(tmp_path):
+    """Found by fuzz/fuzz_script.py: lark's indenter raised IndexError on `n: "int#..."`."""
+    path = tmp_path / "annotated_comment.py"
+    path.write_text('from tscript import Tensor\n\n\ndef f(x: Tensor, n: "int#x" = 4) -> Tensor:\n    return x * n\n')
+    spec = importlib.util.spec_from_file_location("annotated_comment", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(ts.jit.CompileError, match="invalid syntax"):
+        ts.jit.script(module.f)

@@ -59,6 +59,8 @@ def parse_text(source: Source, text: str, start: str, line: int = 1):
         raise source.error(f"invalid syntax: {what}", (e.line + line - 1, e.column)) from None
     except LarkError as e:  # DedentError among them
         raise source.error(f"invalid syntax: {e}", None) from None
+    except IndexError:  # lark's indenter on a comment without a line end, e.g. in a string annotation "int#"
+        raise source.error("invalid syntax", (line, 0)) from None
     try:
         return _Builder(source, line).transform(tree)
     except VisitError as e:
