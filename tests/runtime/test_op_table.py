@@ -67,3 +67,14 @@ def test_schemas_print_and_reparse():
     from tscript_runtime.ops.schema import parse_schema
     for op in OPS.values():
         assert str(parse_schema(str(op.schema))) == str(op.schema)
+
+
+def test_op_facts_and_the_emitters_tables_agree():
+    """One row per op per table: every pointwise op has a scalar lowering and no other op has one;
+    every row reduction has a row-kernel combine rule; every fact names an op."""
+    from tscript_runtime.native.lowering import LOWERINGS
+    from tscript_runtime.native.row import REDUCTIONS
+    from tscript_runtime.ops.facts import FACTS
+    assert set(LOWERINGS) == {name for name, op in OPS.items() if op.facts.pointwise}
+    assert set(REDUCTIONS) == {name for name, op in OPS.items() if op.facts.row_reduction}
+    assert set(FACTS) <= set(OPS)

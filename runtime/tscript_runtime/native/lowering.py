@@ -137,6 +137,10 @@ def _where(e, args, cdt, node):
     return e.select(args[0], args[1], args[2])
 
 
+def _masked_fill(e, args, cdt, node):
+    return e.select(args[1], args[2], args[0])
+
+
 def _clamp(e, args, cdt, node):
     x = args[0]
     lo, hi = args[1], args[2]
@@ -159,7 +163,7 @@ def _logical(name):
 
 
 def _to(e, args, cdt, node):
-    return args[0]  # the conversion to the output dtype happens after every op
+    return args[0]  # the conversion to the output dtype happens after every op (a copy: the value itself)
 
 
 def _pow(e, args, cdt, node):
@@ -217,5 +221,5 @@ LOWERINGS = {
     "aten::eq": _compare("eq"), "aten::ne": _compare("ne"), "aten::lt": _compare("lt"), "aten::le": _compare("le"),
     "aten::gt": _compare("gt"), "aten::ge": _compare("ge"),
     "aten::logical_and": _logical("and"), "aten::logical_or": _logical("or"), "aten::logical_xor": _logical("xor"),
-    "aten::to": _to, "aten::pow": _pow,
+    "aten::to": _to, "aten::pow": _pow, "aten::masked_fill": _masked_fill, "aten::contiguous": _to, "aten::clone": _to,
 }

@@ -154,14 +154,14 @@ def _lower_node(e: Emitter, node, values: dict, constants: dict):
     ins = node.inputs[:pw.n_values]
     cdt = node_compute_dtype(pw, node, constants)
     args = []
-    for v in ins:
+    for k, v in enumerate(ins):
+        want = dt.bool_ if k == pw.condition else cdt
         if v in constants and constants[v] is None:
             args.append(None)
         elif v in constants:
-            args.append(e.const(constants[v], cdt))
+            args.append(e.const(constants[v], want))
         else:
-            args.append(e.cast(values[v], _dtype_of(v), cdt if not (pw.compute == "where" and v is ins[0])
-                               else dt.bool_))
+            args.append(e.cast(values[v], _dtype_of(v), want))
     result = LOWERINGS[node.kind](e, args, cdt, node)
     result_dtype = dt.bool_ if result.type == LLVM_TYPES[dt.bool_] else cdt
     return e.cast(result, result_dtype, node.output.type.dtype)

@@ -24,10 +24,12 @@ class Pointwise:
     must be constants); `compute` names the dtype its arithmetic runs in: "promote" (PyTorch
     promotion), "float" (ints lift to the default float), "where" (promotion of the two branches) or
     "self" (the first input's); `when(constants, compute dtype)` limits it (`constants` holds each
-    input's constant value, or a placeholder object for the others)."""
+    input's constant value, or a placeholder object for the others); `condition` is the position of a
+    bool input that selects (where's and masked_fill's), read as bool, not in the compute dtype."""
     n_values: int
     compute: str
     when: Callable | None = None
+    condition: int | None = None
 
 
 @dataclass(frozen=True)
@@ -50,8 +52,8 @@ def _pow_when(constants, cdt) -> bool:
     return dt.is_float(cdt) or isinstance(k, int) and not isinstance(k, bool) and k >= 0
 
 
-def _pw(n_values: int, compute: str, when=None) -> OpFacts:
-    return OpFacts(pointwise=Pointwise(n_values, compute, when))
+def _pw(n_values: int, compute: str, when=None, condition=None) -> OpFacts:
+    return OpFacts(pointwise=Pointwise(n_values, compute, when, condition))
 
 
 FACTS = {
@@ -65,7 +67,10 @@ FACTS = {
     "aten::cos": _pw(1, "float"),
     "aten::floor": _pw(1, "promote"), "aten::ceil": _pw(1, "promote"), "aten::trunc": _pw(1, "promote"),
     "aten::round": _pw(1, "promote"),
-    "aten::where": _pw(3, "where"), "aten::clamp": _pw(3, "promote"),
+    "aten::where": _pw(3, "where", condition=0), "aten::clamp": _pw(3, "promote"),
+    "aten::masked_fill": _pw(3, "self", condition=1),
+    # copies (as fused kernels: a transposed view made contiguous is one pass with a tiled read)
+    "aten::contiguous": _pw(1, "self"), "aten::clone": _pw(1, "self"),
     "aten::eq": _pw(2, "promote"), "aten::ne": _pw(2, "promote"), "aten::lt": _pw(2, "promote"),
     "aten::le": _pw(2, "promote"), "aten::gt": _pw(2, "promote"), "aten::ge": _pw(2, "promote"),
     "aten::logical_and": _pw(2, "promote"), "aten::logical_or": _pw(2, "promote"),
