@@ -46,6 +46,9 @@ ALIASES = {"aten::view", "aten::reshape", "aten::flatten", "aten::squeeze", "ate
 # Views with other strides (same start): kernels read them through their strides, GEMMs as
 # transposed operands. Their kernels only make numpy views, so planning runs them on data-less arrays.
 STRIDED_VIEWS = {"aten::t", "aten::transpose", "aten::permute", "aten::expand"}
+# Views that start elsewhere in their input: each gets a plan slot holding its byte offset from its root.
+OFFSET_VIEWS = {"aten::slice", "aten::narrow", "aten::select"}
+VIEW_LISTS = {"aten::split", "aten::chunk", "aten::unbind"}  # lists of such views, taken apart by ListUnpack
 # Nodes that only read their tensor inputs' shape, dtype or rank: evaluated while planning.
 SHAPE_READS = {"aten::size", "aten::dim", "prim::dtype"}
 CONTAINERS = {"prim::ListConstruct": list, "prim::TupleConstruct": tuple}
@@ -68,6 +71,7 @@ GEMMS = {
     "aten::linear": Gemm(a=0, b=1, bias=2, trans_b=True),
     "aten::matmul": Gemm(a=0, b=1, bias=None, trans_b=False),
     "aten::mm": Gemm(a=0, b=1, bias=None, trans_b=False),
+    "aten::bmm": Gemm(a=0, b=1, bias=None, trans_b=False),
     "aten::addmm": Gemm(a=1, b=2, bias=0, trans_b=False, units=(3, 4)),
 }
 # Convolutions (im2col into arena scratch, then one GEMM per image) and max-pooling (a native kernel).
@@ -88,7 +92,12 @@ CONVT_SLOTS = ("C", "H", "W", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "O
 # An average pooling: planes, sizes, window (adaptive: 1, PyTorch's adaptive windows; else kernel,
 # stride, padding), whether the divisor counts padding, a divisor override (0: none).
 AVG_SLOTS = ("P", "H", "W", "OH", "OW", "kh", "kw", "sh", "sw", "ph", "pw", "adaptive", "include_pad", "divisor")
-GEMM_SLOTS = ("trans_a", "trans_b", "M", "N", "K", "lda", "ldb", "ldc", "bias_row_stride")
+# One product C (M, N) = op(A) @ op(B), then, for batched products, how many and where each is: up to
+# MAX_BATCH_RANK batch dims (sizes, outermost first) and each operand's byte strides along them.
+MAX_BATCH_RANK = 4
+BATCH_SLOTS = ("count", *(f"size{d}" for d in range(MAX_BATCH_RANK)),
+               *(f"{x}_stride{d}" for x in "abc" for d in range(MAX_BATCH_RANK)))
+GEMM_SLOTS = ("trans_a", "trans_b", "M", "N", "K", "lda", "ldb", "ldc", "bias_row_stride") + BATCH_SLOTS
 NO_TRANS, TRANS = 111, 112  # CBLAS_TRANSPOSE
 GEMM_DTYPES = {dt.float32: "cblas_sgemm", dt.float64: "cblas_dgemm"}
 FLOAT_SUFFIX = {dt.float32: "f32", dt.float64: "f64"}
@@ -220,6 +229,8 @@ class EntryLayout:
     computed: list = field(default_factory=list)  # roots computed by steps, in order
     containers: dict = field(default_factory=dict)  # tuple/list of tensors -> (constructor, items)
     results: list = field(default_factory=list)   # the graph's tensor outputs, containers flattened
+    start_of: dict = field(default_factory=dict)  # view -> the offset view whose slot says where it starts
+    offset_slots: dict = field(default_factory=dict)  # offset view -> plan slot of its byte offset
 
     @classmethod
     def build(cls, graph: dict, steps: list, specs: dict) -> "EntryLayout":
@@ -283,16 +294,21 @@ class EntryLayout:
             self._get_attr(node, outs[0])
         elif any(kind in kinds for kinds in STEP_KINDS.values()):
             raise NotLowerable("it has no step in the native plan")
-        elif kind in ALIASES or kind in STRIDED_VIEWS:
+        elif kind in ALIASES or kind in STRIDED_VIEWS or kind in OFFSET_VIEWS:
             if self.kinds.get(ins[0]) != "tensor":
                 raise NotLowerable(f"{kind} of a value that is not a tensor")
-            self._tensor_out(node, outs[0])
-            self.root_of[outs[0]] = self.root_of[ins[0]]
+            self._view(node, outs[0], ins[0], kind in OFFSET_VIEWS)
+        elif kind in VIEW_LISTS and self.kinds.get(ins[0]) == "tensor" and len(outs) == 1:
+            self.kinds[outs[0]] = "views"
+            self.containers[outs[0]] = (kind, [ins[0]])
+        elif kind == "prim::ListUnpack" and self.kinds.get(ins[0]) == "views":
+            for o in outs:
+                self._view(node, o, self.containers[ins[0]][1][0], True)
         elif kind in CONTAINERS and ins and all(self.kinds.get(v) in ("tensor", "container") for v in ins):
             self.kinds[outs[0]] = "container"  # of tensors: only a graph output may be one
             self.containers[outs[0]] = (kind, ins)
         elif kind in PLANNED_PRIMS or kind in SHAPE_READS or _scalar_op(kind):
-            if any(self.kinds.get(v) == "container" for v in ins) or \
+            if any(self.kinds.get(v) in ("container", "views") for v in ins) or \
                     (kind not in SHAPE_READS and any(self.kinds.get(v) == "tensor" for v in ins)):
                 raise NotLowerable(f"{kind} takes a tensor")
             value = decode_attr(node.get("attrs", {}).get("value")) if kind == "prim::Constant" else None
@@ -381,6 +397,16 @@ class EntryLayout:
         self._new_root(out, 0)
         self.steps.append(CatStep(index, list(items), out))
 
+    def _view(self, node: dict, out: str, source: str, moves_start: bool) -> None:
+        """`out` is a view of tensor `source`: same root; it starts where `source` does, or, for a view
+        that moves the start (`moves_start`), where its own offset slot says."""
+        self._tensor_out(node, out)
+        self.root_of[out] = self.root_of[source]
+        if moves_start:
+            self.start_of[out] = out
+        elif source in self.start_of:
+            self.start_of[out] = self.start_of[source]
+
     def _tensor_out(self, node: dict, name: str) -> None:
         if not _tensor_type(next(o for o in node["outputs"] if o["name"] == name).get("type", "Tensor"))[0]:
             raise NotLowerable(f"{node['kind']} output '{name}' is not typed as a tensor")
@@ -415,6 +441,8 @@ class EntryLayout:
         for name in self.computed:
             if self.roots[name].base == 0:
                 self.roots[name].slot, slot = slot, slot + 1
+        for view in dict.fromkeys(self.start_of.values()):
+            self.offset_slots[view], slot = slot, slot + 1
         for step in self.steps:
             if isinstance(step, KernelStep):
                 n_ptrs = len(step.outputs) + len(step.tensors)
@@ -426,8 +454,13 @@ class EntryLayout:
         self.n_slots = slot
 
     def address(self, value: str) -> Root:
-        """Where a tensor value lives (its root's base and offset slot)."""
+        """Where a tensor value's root lives (its base and arena offset slot)."""
         return self.roots[self.root_of[value]]
+
+    def start_slot(self, value: str) -> int | None:
+        """The plan slot of a view's byte offset from its root's start (None: it starts there)."""
+        view = self.start_of.get(value)
+        return None if view is None else self.offset_slots[view]
 
 
 WINDOW_ARITY = {"aten::conv2d": 7, "aten::conv_transpose2d": 8, "aten::max_pool2d": 6, "aten::avg_pool2d": 7,
@@ -455,7 +488,7 @@ class CallPlan:
     scalars: object           # ctypes double array: the kernels' scalar inputs
     arena: int                # bytes of arena the entry uses
     outputs: list             # (shape, dtype) of each output root
-    views: list               # per tensor output: (index into outputs, shape, byte strides or None)
+    views: list               # per tensor output: (index into outputs, shape, byte strides or None, byte offset)
     direct: bool = False      # are the output roots the graph's outputs as they are?
 
     def __post_init__(self):
@@ -477,11 +510,14 @@ def make_plan(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> 
             _plan_kernel(step, kernel_plans[step.node], env, ints, scalars)
         else:
             _PLANNERS[type(step)](step, nodes[step.node], env, ints)
+    for view, slot in layout.offset_slots.items():
+        ints[slot] = _address(env[view]) - _address(env[layout.root_of[view]])
     arena = _place_arena(layout, env, ints)
     outputs = [(tuple(env[r].shape), np.dtype(env[r].dtype)) for r in layout.outputs]
     views = [(layout.outputs.index(layout.root_of[o]), env[o].shape,
-              None if env[o].flags.c_contiguous else env[o].strides) for o in layout.results]
-    direct = not layout.containers and [(i, shape, None) for i, (shape, _) in enumerate(outputs)] == views
+              None if env[o].flags.c_contiguous else env[o].strides,
+              _address(env[o]) - _address(env[layout.root_of[o]])) for o in layout.results]
+    direct = not layout.containers and [(i, shape, None, 0) for i, (shape, _) in enumerate(outputs)] == views
     return CallPlan(ints, scalars, arena, outputs, views, direct)
 
 
@@ -509,11 +545,13 @@ def _evaluate(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> 
             kernel_plans[index] = kplan = launcher._plan(tensors)
             value = [_dataless(kplan.out_shape, d) for d in launcher.out_dtypes]
             value = value[0] if len(value) == 1 else value
-        elif kind in STRIDED_VIEWS:
-            value = OPS[kind].kernel(*[env[v] for v in node["inputs"]])
+        elif kind in STRIDED_VIEWS or kind in OFFSET_VIEWS or kind in VIEW_LISTS:
+            value = OPS[kind].kernel(*[env[v] for v in node["inputs"]])  # numpy views: nothing is read
+        elif kind == "prim::ListUnpack":
+            value = tuple(env[node["inputs"][0]])
+        elif kind in ALIASES:
+            value = _alias(kind, env[node["inputs"][0]], _op_value(OPS[kind], [_meta(env[v]) for v in node["inputs"]]))
         else:
-            if kind in ALIASES and not env[node["inputs"][0]].flags.c_contiguous:
-                raise Unplannable(f"{kind} of a non-contiguous tensor (a copy)")
             value = _op_value(OPS[kind], [_meta(env[v]) for v in node["inputs"]])
             if isinstance(value, TensorMeta):
                 value = _dataless(value.shape, value.dtype)
@@ -526,6 +564,21 @@ def _evaluate(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> 
 
 def _meta(x):
     return TensorMeta(x.shape, x.dtype) if isinstance(x, np.ndarray) else x
+
+
+def _alias(kind: str, x: np.ndarray, meta: TensorMeta) -> np.ndarray:
+    """x seen with the shape `meta` says, as a view (a reshape numpy can make without copying), or
+    Unplannable: a copy would have to run, and x may be a data-less array."""
+    if kind == "aten::contiguous" and not x.flags.c_contiguous:
+        raise Unplannable("contiguous() of a non-contiguous tensor (a copy)")
+    try:
+        return np.reshape(x, meta.shape, copy=False)
+    except ValueError:
+        raise Unplannable(f"{kind} of a tensor whose strides need a copy") from None
+
+
+def _address(x: np.ndarray) -> int:
+    return x.__array_interface__["data"][0]
 
 
 def _op_value(op, args: list):
@@ -565,8 +618,9 @@ def _plan_kernel(step: KernelStep, kplan, env: dict, ints, scalars) -> None:
 
 
 def _plan_gemm(step: GemmStep, node: dict, env: dict, ints) -> None:
-    """C (M, N) = op(A) @ op(B) (+ bias rows): A and B are read as stored (row-major, or a
-    transposed row-major matrix: BLAS's transpose flags), anything else is for the executor."""
+    """C (M, N) = op(A) @ op(B) (+ bias rows), once or for every index of up to MAX_BATCH_RANK batch
+    dims (broadcast as matmul does): A and B are read as stored (row-major, or a transposed row-major
+    matrix: BLAS's transpose flags; rows any distance apart), anything else is for the executor."""
     a, b, out = env[step.a], env[step.b], env[step.out]
     bias = env[step.bias] if step.bias is not None else None
     dtype = {f: d for d, f in GEMM_DTYPES.items()}[step.function]
@@ -575,34 +629,62 @@ def _plan_gemm(step: GemmStep, node: dict, env: dict, ints) -> None:
     ins = node["inputs"]
     if any(i < len(ins) and env[ins[i]] != 1 for i in GEMMS[step.kind].units):
         raise Unplannable(f"{step.kind} with beta or alpha other than 1")
-    if a.ndim == 0 or not 1 <= b.ndim <= 2 or (step.trans_b and b.ndim != 2):
-        raise Unplannable(f"{step.kind} of shapes {a.shape} and {b.shape} (batched)")
-    k = a.shape[-1]
-    m = int(np.prod(a.shape[:-1], dtype=np.int64))
-    if b.ndim == 1:
-        b = b.reshape(k, 1) if b.flags.c_contiguous else b[:, None]
-    if step.trans_b:
-        b = b.T
-    n = b.shape[1]
-    if b.shape[0] != k or out.size != m * n:
+    if a.ndim == 0 or b.ndim == 0 or (step.trans_b and b.ndim != 2):
         raise Unplannable(f"{step.kind} of shapes {a.shape} and {b.shape}")
-    trans_a, lda = _operand(a.reshape(m, k) if a.flags.c_contiguous else a, m, k)
-    trans_b, ldb = _operand(b, k, n)
-    values = (trans_a, trans_b, m, n, k, lda, ldb, max(n, 1), _bias_rows(bias, m, n))
-    ints[step.dims:step.dims + len(GEMM_SLOTS)] = list(values)
+    a, b = (a if a.ndim > 1 else a[None, :]), (b.T if step.trans_b else b if b.ndim > 1 else b[:, None])
+    a, b, batch = _batch(a, b)
+    (m, k), n = a.shape[-2:], b.shape[-1]
+    count = int(np.prod(batch, dtype=np.int64))
+    if b.shape[-2] != k or out.size != count * m * n:
+        raise Unplannable(f"{step.kind} of shapes {a.shape} and {b.shape}")
+    index = (0,) * len(batch)
+    trans_a, lda = _operand(a[index], m, k)
+    trans_b, ldb = _operand(b[index], k, n)
+    c_strides = _contiguous_strides(tuple(batch) + (m * n,), out.itemsize)[:-1]
+    pad = MAX_BATCH_RANK - len(batch)  # (batch dims padded in front: size 1, strides 0)
+    values = [trans_a, trans_b, m, n, k, lda, ldb, max(n, 1), _bias_rows(bias, m, n), count,
+              *(1,) * pad, *(int(d) for d in batch),
+              *[s for x in (a.strides[:-2], b.strides[:-2], c_strides) for s in (0,) * pad + tuple(x)]]
+    ints[step.dims:step.dims + len(GEMM_SLOTS)] = values
+
+
+def _batch(a: np.ndarray, b: np.ndarray) -> tuple:
+    """(A, B, batch shape): A's leading dims flattened into its rows when B is a matrix and they flatten
+    without a copy (one product); else both broadcast to their common batch dims (views, nothing read)."""
+    if b.ndim == 2:
+        try:
+            return np.reshape(a, (-1, a.shape[-1]), copy=False), b, ()
+        except ValueError:
+            pass
+    try:
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise Unplannable(f"batch dims {a.shape[:-2]} and {b.shape[:-2]} do not broadcast") from None
+    if len(batch) > MAX_BATCH_RANK:
+        raise Unplannable(f"more than {MAX_BATCH_RANK} batch dims")
+    return np.broadcast_to(a, batch + a.shape[-2:]), np.broadcast_to(b, batch + b.shape[-2:]), batch
 
 
 def _operand(x: np.ndarray, rows: int, cols: int) -> tuple[int, int]:
     """(transpose flag, leading dimension) of a (rows, cols) matrix stored row-major or as the
-    transpose of a row-major matrix."""
+    transpose of a row-major matrix, its rows (columns) any whole number of elements apart."""
     size = x.itemsize
     if x.ndim != 2:
         raise Unplannable("a GEMM operand that is not a matrix")
-    if (rows <= 1 or x.strides[0] == cols * size) and (cols <= 1 or x.strides[1] == size):
-        return NO_TRANS, max(cols, 1)
-    if (cols <= 1 or x.strides[1] == rows * size) and (rows <= 1 or x.strides[0] == size):
-        return TRANS, max(rows, 1)
+    step0, step1 = x.strides
+    if (cols <= 1 or step1 == size) and (rows <= 1 or step0 % size == 0 and step0 // size >= cols):
+        return NO_TRANS, step0 // size if rows > 1 else max(cols, 1)
+    if (rows <= 1 or step0 == size) and (cols <= 1 or step1 % size == 0 and step1 // size >= rows):
+        return TRANS, step1 // size if cols > 1 else max(rows, 1)
     raise Unplannable("a GEMM operand with other strides")
+
+
+def _matrix(x: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    """x as a (rows, cols) matrix without copying (its leading dims flattened), or Unplannable."""
+    try:
+        return np.reshape(x, (rows, cols), copy=False)
+    except ValueError:
+        raise Unplannable("a GEMM operand whose leading dims do not flatten without a copy") from None
 
 
 def _bias_rows(bias, m: int, n: int) -> int:
@@ -795,8 +877,9 @@ class GraphEntry:
         self.fn(local.address, plan.address, plan.scalars_address)
         if plan.direct:
             return outs
-        results = [outs[i] if outs[i].shape == shape else outs[i].reshape(shape) if strides is None
-                   else np.lib.stride_tricks.as_strided(outs[i], shape, strides) for i, shape, strides in plan.views]
+        results = [outs[i] if outs[i].shape == shape and offset == 0 and strides is None
+                   else outs[i].reshape(shape) if strides is None and offset == 0
+                   else np.ndarray(shape, outs[i].dtype, outs[i], offset, strides) for i, shape, strides, offset in plan.views]
         return results if self._structure is None else [_rebuild(s, results) for s in self._structure]
 
     def prepare(self, args: list) -> bool:

@@ -136,20 +136,59 @@ def test_addmm_with_other_beta_runs_in_the_executor():
     assert not _entry_ran(cm)  # no plan for it: the executor ran it
 
 
-def test_reshape_of_a_transpose_runs_in_the_executor():
+def test_reshape_of_a_transpose_copies_inside_the_entry():
+    """reshape of a transposed view is a copy: explicit (a fused copy kernel), then a view."""
     rng = np.random.default_rng(0)
     a, b = (ts.from_numpy(rng.standard_normal(s).astype(np.float32)) for s in ((3, 4), (4, 6)))
     fn = lambda a, b: ((a.t() @ a).t().reshape(2, 8) @ b.t().reshape(8, 3)).relu()
     cm = ts.jit.compile(fn, (a, b))
     assert_close(cm(a, b).numpy(), fn(a, b).numpy(), rtol=1e-5, atol=1e-5)
-    assert not _entry_ran(cm)  # reshaping a transposed tensor copies it: the executor does
+    assert _entry_ran(cm)
 
 
-def test_batched_matmul_runs_in_the_executor():
-    rng = np.random.default_rng(0)
-    a, b = (ts.from_numpy(rng.standard_normal(s).astype(np.float32)) for s in ((2, 3, 5), (2, 5, 4)))
-    cm = ts.jit.compile(lambda a, b: (a @ b).relu(), (a, b))
-    assert_close(cm(a, b).numpy(), (a @ b).relu().numpy(), rtol=1e-5, atol=1e-5)
+BATCHED = {  # name -> (fn, shapes): products of batched, broadcast, transposed and sliced operands
+    "bmm": (lambda a, b: ts.bmm(a, b).relu(), ((2, 3, 5), (2, 5, 4))),
+    "4-d attention scores": (lambda q, k: (q @ k.transpose(-2, -1)).softmax(-1), ((2, 3, 6, 4), (2, 3, 6, 4))),
+    "broadcast batch": (lambda a, b: (a @ b) * 2, ((2, 1, 3, 5), (4, 5, 2))),
+    "matrix @ batch": (lambda a, b: (a @ b) + 1, ((3, 5), (2, 5, 4))),
+    "vector @ batch": (lambda a, b: (a @ b) + 1, ((5,), (2, 5, 4))),
+    "batch @ vector": (lambda a, b: (a @ b) + 1, ((2, 3, 5), (5,))),
+    "linear of a transposed 3-d input": (lambda a, w: F.linear(a.transpose(0, 1), w).relu(), ((3, 2, 5), (4, 5))),
+    "split heads": (lambda x, w: _heads(F.linear(x, w)), ((2, 6, 8), (24, 8))),
+}
+
+
+def _heads(qkv):
+    """GPT's attention shapes: q, k, v split from one projection, viewed as heads, scores, weights @ v."""
+    q, k, v = qkv.split(8, dim=2)
+    q, k, v = (t.view(2, 6, 2, 4).transpose(1, 2) for t in (q, k, v))
+    y = (q @ k.transpose(-2, -1) * 0.5).softmax(-1) @ v
+    return y.transpose(1, 2).contiguous().view(2, 6, 8)
+
+
+@pytest.mark.parametrize("name", list(BATCHED))
+def test_batched_and_strided_products_run_in_the_entry(name):
+    fn, shapes = BATCHED[name]
+    rng = np.random.default_rng(len(name))
+    args = [ts.from_numpy(rng.standard_normal(s).astype(np.float32)) for s in shapes]
+    cm = ts.jit.compile(fn, tuple(args))
+    assert_close(cm(*args).numpy(), fn(*args).numpy(), rtol=1e-5, atol=1e-5)
+    assert _entry_ran(cm), cm.explain()
+
+
+@pytest.mark.parametrize("view", ["slice", "narrow", "select", "chunk", "unbind"])
+def test_views_that_start_inside_their_input(view):
+    """Pieces of a tensor read in place (their offset from the root is a plan slot), in kernels, GEMMs
+    and as outputs."""
+    take = {"slice": lambda x: x[:, 1:3], "narrow": lambda x: x.narrow(1, 2, 2), "select": lambda x: x[:, 2:4][1],
+            "chunk": lambda x: x.chunk(3, dim=1)[1], "unbind": lambda x: x.unbind(0)[1][None, 1:3]}[view]
+    fn = lambda x, w: (take(x.relu() + 1) @ w, take(x * 2))  # noqa: E731
+    rng = np.random.default_rng(1)
+    x, w = (ts.from_numpy(rng.standard_normal(s).astype(np.float32)) for s in ((3, 6), (2, 4)))
+    cm = ts.jit.compile(fn, (x, w))
+    for got, want in zip(cm(x, w), fn(x, w)):
+        assert_close(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+    assert _entry_ran(cm), cm.explain()
 
 
 def test_graphs_with_other_ops_have_no_entry_and_still_run():
@@ -158,7 +197,8 @@ def test_graphs_with_other_ops_have_no_entry_and_still_run():
     cm = ts.jit.compile(fn, (x,))
     assert cm.executable.entry is None
     assert_close(cm(x).numpy(), fn(x).numpy(), rtol=1e-4, atol=1e-5)
-    why = "no whole-graph call: aten::cumsum at test_graph_entry.py:157 (node 6): no native lowering for this op yet"
+    line = fn.__code__.co_firstlineno
+    why = f"no whole-graph call: aten::cumsum at test_graph_entry.py:{line} (node 6): no native lowering for this op yet"
     assert why in cm.explain() and cm.plan["why_no_entry"] in why
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from ..graph_entry import (AVG_POOLS, AVG_SLOTS, CONV_SLOTS, CONVS, CONVT_SLOTS, GEMM_SLOTS, NO_TRANS, TRANS, CatStep, EntryLayout,
-                           GemmStep, KernelStep, WindowStep)
+from ..graph_entry import (AVG_POOLS, AVG_SLOTS, CONV_SLOTS, CONVS, CONVT_SLOTS, GEMM_SLOTS, MAX_BATCH_RANK, NO_TRANS,
+                           TRANS, CatStep, EntryLayout, GemmStep, KernelStep, WindowStep)
 from . import library
 from .library.loops import carried, counted
 
@@ -46,11 +46,15 @@ class _Emitter:
         return self.b.load(self.b.gep(self.plan_p, [I64(slot)]))
 
     def pointer(self, value: str):
-        """The address of a tensor value: its root's base, plus the arena offset for arena roots."""
+        """The address of a tensor value: its root's base, plus the arena offset for arena roots, plus
+        a view's offset from its root's start."""
         root = self.layout.address(value)
         b = self.b
-        base = b.load(b.gep(self.bases_p, [I64(root.base)]))
-        return base if root.slot is None else b.gep(base, [self.plan(root.slot)])
+        pointer = b.load(b.gep(self.bases_p, [I64(root.base)]))
+        if root.slot is not None:
+            pointer = b.gep(pointer, [self.plan(root.slot)])
+        start = self.layout.start_slot(value)
+        return pointer if start is None else b.gep(pointer, [self.plan(start)])
 
     def kernel(self, step: KernelStep) -> None:
         b = self.b
@@ -77,7 +81,7 @@ class _Emitter:
 
     def gemm(self, step: GemmStep) -> None:
         b = self.b
-        fn = _product_function(self.module, step.function, step.small_m, step.split_min)
+        fn = _batched_function(self.module, _product_function(self.module, step.function, step.small_m, step.split_min))
         bias = self.pointer(step.bias) if step.bias is not None else ir.Constant(I8P, None)
         b.call(fn, [b.gep(self.plan_p, [I64(step.dims)]), self.pointer(step.a), self.pointer(step.b),
                     self.pointer(step.out), bias])
@@ -300,6 +304,30 @@ def _max(b: ir.IRBuilder, x, y):
     return b.select(b.icmp_signed(">", x, y), x, y)
 
 
+def _batched_function(module: ir.Module, product: ir.Function) -> ir.Function:
+    """`void <product>_batched(i64* dims, i8* a, i8* b, i8* c, i8* bias)`, once per module: `product` for
+    every index of the batch dims (GEMM_SLOTS' count, sizes and per-operand byte strides at dims)."""
+    name = product.name + "_batched"
+    try:
+        return module.get_global(name)
+    except KeyError:
+        pass
+    fn = ir.Function(module, product.ftype, name)
+    fn.linkage = "internal"
+    dims_p, a, bm, c, bias = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    slot = {name: b.load(b.gep(dims_p, [I64(i)])) for i, name in enumerate(GEMM_SLOTS)}
+    with counted(b, fn, I64(0), slot["count"], 1, "product") as i:
+        index, offsets = i, [I64(0)] * 3
+        for d in reversed(range(MAX_BATCH_RANK)):  # the batch index's digits, innermost first
+            size = slot[f"size{d}"]
+            digit, index = b.srem(index, size), b.sdiv(index, size)
+            offsets = [b.add(o, b.mul(digit, slot[f"{x}_stride{d}"])) for o, x in zip(offsets, "abc")]
+        b.call(product, [dims_p, *(b.gep(p, [o]) for p, o in zip((a, bm, c), offsets)), bias])
+    b.ret_void()
+    return fn
+
+
 def _product_function(module: ir.Module, function: str, small_m: int, split_min: int) -> ir.Function:
     """`void <function>_<small_m>_<split_min>(i64* dims, i8* a, i8* b, i8* c, i8* bias)`, once per module:
     C = op(A) @ op(B) (+ the bias rows, when `bias` is not null) with the call plan's GEMM_SLOTS at `dims`:
@@ -314,7 +342,7 @@ def _product_function(module: ir.Module, function: str, small_m: int, split_min:
     fn.linkage = "internal"
     dims_p, a8, b8, c8, bias = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    ta, tb, m, n, k, lda, ldb, ldc, bias_rows = (b.load(b.gep(dims_p, [I64(i)])) for i in range(len(GEMM_SLOTS)))
+    ta, tb, m, n, k, lda, ldb, ldc, bias_rows = (b.load(b.gep(dims_p, [I64(i)])) for i in range(9))
     ta, tb = b.trunc(ta, I32), b.trunc(tb, I32)
     fty = FLOATS[function]
     size = I64(8 if fty == F64 else 4)

@@ -20,6 +20,7 @@ from .canonicalize import canonicalize
 from .constant_propagation import propagate_constants
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
+from .explicit_copies import make_copies_explicit
 from .fold_batch_norm import fold_batch_norm
 from .inline import inline_calls
 from .remove_mutation import remove_mutation
@@ -43,6 +44,7 @@ PIPELINE: list[Stage] = [
     ("shape_propagation", propagate_shapes, 1),
     ("fold_static_sizes", fold_static_sizes, 2),  # sizes the types know become constants ...
     ("constant_propagation", propagate_constants, 2),  # ... so shape arithmetic folds before fusion
+    ("make_copies_explicit", make_copies_explicit, 2),  # reshapes of transposes: a copy kernel + a view
     ("fuse_rows", fuse_rows, 2),                  # elementwise + last-dim reductions -> RowGroup
     ("fuse", fuse, 2),                            # elementwise chains -> FusionGroup
     ("dce", eliminate_dead_code, 2),
