@@ -35,7 +35,7 @@ import numpy as np
 
 from . import dtypes as dt
 from .arena import place
-from .errors import OpError
+from .errors import OpError, OpIndexError
 from .graph_json import TensorRef, decode_attr
 from .ops import OPS
 from .ops.registry import TensorMeta
@@ -80,7 +80,11 @@ AVG_POOLS = {"aten::avg_pool2d": "tscript_avg_pool2d", "aten::adaptive_avg_pool2
 POOLS = {"aten::max_pool2d": "tscript_max_pool2d", **AVG_POOLS}
 STEP_KINDS = {"kernel": set(GROUPS), "gemm": set(GEMMS), "conv2d": {"aten::conv2d"},
               "conv_transpose2d": {"aten::conv_transpose2d"}, "max_pool2d": {"aten::max_pool2d"},
-              "avg_pool2d": set(AVG_POOLS), "cat": {"aten::cat"}}
+              "avg_pool2d": set(AVG_POOLS), "cat": {"aten::cat", "aten::stack"},
+              "gather": {"aten::index_select"}}
+# A gather (index_select): rows before the dim, the source's size along it, the index count, bytes of one row
+# (the dims after it), the index's bytes per element. An index outside the source stops the entry.
+GATHER_SLOTS = ("outer", "n_source", "n_index", "row_bytes", "index_bytes")
 # The geometry of a convolution or pooling as the kernel library's im2col and max-pool kernels read it
 # (i64 each; C counts planes for pooling), and a convolution step's slots: that, then its sizes.
 GEOMETRY = ("C", "H", "W", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "OH", "OW")
@@ -205,6 +209,24 @@ class CatStep:
 
 
 @dataclass
+class GatherStep:
+    """index_select(source, dim, index): rows of `source` picked by `index` (checked in bounds)."""
+    node: int
+    source: str
+    index: str
+    out: str
+    dims: int = 0            # plan slot of GATHER_SLOTS
+    n_slots = len(GATHER_SLOTS)
+
+    @property
+    def outputs(self) -> list:
+        return [self.out]
+
+    def values(self) -> list:
+        return [self.out, self.source, self.index]
+
+
+@dataclass
 class Root:
     """A buffer: `base` indexes `bases`; arena roots have a plan slot holding their byte offset."""
     base: int
@@ -288,6 +310,8 @@ class EntryLayout:
                 self._gemm(index, node, outs[0], step)
             elif step.template == "cat":
                 self._cat(index, node, outs[0])
+            elif step.template == "gather":
+                self._gather(index, node, outs[0])
             else:
                 self._window(index, node, outs[0], step)
         elif kind == "prim::GetAttr":
@@ -389,13 +413,21 @@ class EntryLayout:
         ins = node["inputs"]
         if len(ins) != 2 or ins[0] not in self.containers or self.containers[ins[0]][0] != "prim::ListConstruct" \
                 or self.kinds.get(ins[1]) != "value":
-            raise NotLowerable("aten::cat of something other than a list of tensors made here")
+            raise NotLowerable(f"{node['kind']} of something other than a list of tensors made here")
         items = self.containers[ins[0]][1]
         if any(self.kinds.get(v) != "tensor" for v in items):
-            raise NotLowerable("aten::cat of a list holding lists")
+            raise NotLowerable(f"{node['kind']} of a list holding lists")
         self._tensor_out(node, out)
         self._new_root(out, 0)
         self.steps.append(CatStep(index, list(items), out))
+
+    def _gather(self, index: int, node: dict, out: str) -> None:
+        source, dim, idx = node["inputs"]
+        if self.kinds.get(source) != "tensor" or self.kinds.get(idx) != "tensor" or self.kinds.get(dim) != "value":
+            raise NotLowerable("index_select of values that are not tensors")
+        self._tensor_out(node, out)
+        self._new_root(out, 0)
+        self.steps.append(GatherStep(index, source, idx, out))
 
     def _view(self, node: dict, out: str, source: str, moves_start: bool) -> None:
         """`out` is a view of tensor `source`: same root; it starts where `source` does, or, for a view
@@ -769,7 +801,23 @@ def _plan_cat(step: CatStep, node: dict, env: dict, ints) -> None:
     ints[step.dims:step.dims + len(values)] = values
 
 
-_PLANNERS = {GemmStep: _plan_gemm, WindowStep: _plan_window, CatStep: _plan_cat}  # step type -> its call plan
+def _plan_gather(step: GatherStep, node: dict, env: dict, ints) -> None:
+    """Rows before the dim, sizes along it, bytes of a row after it; source and index C-contiguous."""
+    source, index = env[step.source], env[step.index]
+    if not source.flags.c_contiguous or not index.flags.c_contiguous:
+        raise Unplannable("index_select of a non-contiguous source or index")
+    dim = env[node["inputs"][1]]
+    dim = dim + source.ndim if dim < 0 else dim
+    if source.ndim == 0:
+        values = [1, 1, index.size, source.itemsize]
+    else:
+        values = [int(np.prod(source.shape[:dim], dtype=np.int64)), source.shape[dim], index.size,
+                  int(np.prod(source.shape[dim + 1:], dtype=np.int64)) * source.itemsize]
+    ints[step.dims:step.dims + step.n_slots] = values + [index.itemsize]
+
+
+# step type -> its call plan
+_PLANNERS = {GemmStep: _plan_gemm, WindowStep: _plan_window, CatStep: _plan_cat, GatherStep: _plan_gather}
 
 
 def _nbytes(meta) -> int:
@@ -803,7 +851,8 @@ def _place_arena(layout: EntryLayout, env: dict, ints) -> int:
 
 # -- running ---------------------------------------------------------------------------------------------
 
-_ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+# The entry returns 0, or 1 + the index of the step that found its input out of range (nothing after it ran).
+_ENTRY = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 _MAX_PLANS = 64
 MAX_PREPARED_ARENA = 1 << 30
 
@@ -874,13 +923,19 @@ class GraphEntry:
             bases[k] = data_pointer(o)
             outs.append(o)
             k += 1
-        self.fn(local.address, plan.address, plan.scalars_address)
+        failed = self.fn(local.address, plan.address, plan.scalars_address)
+        if failed:
+            self._raise(failed - 1)
         if plan.direct:
             return outs
         results = [outs[i] if outs[i].shape == shape and offset == 0 and strides is None
                    else outs[i].reshape(shape) if strides is None and offset == 0
                    else np.ndarray(shape, outs[i].dtype, outs[i], offset, strides) for i, shape, strides, offset in plan.views]
         return results if self._structure is None else [_rebuild(s, results) for s in self._structure]
+
+    def _raise(self, step: int) -> None:
+        node = self.layout.graph["nodes"][self.layout.steps[step].node]
+        raise OpIndexError(f"{node['kind'].split('::')[-1]}(): index out of range in self")
 
     def prepare(self, args: list) -> bool:
         """Make the plan for the signature of `args` now, and this thread's arena for it up to

@@ -191,6 +191,77 @@ def test_views_that_start_inside_their_input(view):
     assert _entry_ran(cm), cm.explain()
 
 
+GATHERS = {  # name: (source shape, dim, index values)
+    "rows": ((7, 5), 0, [3, 0, 6, 6, 1]),
+    "columns": ((4, 6), 1, [5, 0, 2]),
+    "middle": ((2, 5, 3), 1, [4, 4, 0, 2]),
+    "last": ((2, 3, 4), -1, [1, 3]),
+    "none": ((5, 3), 0, []),
+    "vector": ((9,), 0, [8, 0, 4]),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+@pytest.mark.parametrize("index_dtype", [np.int64, np.int32])
+@pytest.mark.parametrize("name", list(GATHERS))
+def test_index_select_runs_in_the_entry(name, index_dtype, dtype):
+    shape, dim, picks = GATHERS[name]
+    rng = np.random.default_rng(len(name))
+    source = (rng.standard_normal(shape) * 10).astype(dtype)
+    index = np.array(picks, index_dtype)
+    fn = lambda x, i: ts.index_select(x * 2, dim, i) + 1  # noqa: E731
+    x, i = ts.from_numpy(source), ts.from_numpy(index)
+    cm = ts.jit.compile(fn, (x, i))
+    np.testing.assert_array_equal(cm(x, i).numpy(), np.take(source * 2, index, axis=dim) + 1)
+    assert _entry_ran(cm), cm.explain()
+
+
+@pytest.mark.parametrize("bad", [5, -1, 1 << 40])
+def test_index_out_of_range_in_the_entry_raises(bad):
+    model = nn.Sequential(nn.Embedding(5, 3), nn.Linear(3, 2)).eval()
+    good = ts.tensor([[0, 4], [2, 1]])
+    cm = ts.jit.compile(model, (good,))
+    assert_close(cm(good).numpy(), model(good).detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert _entry_ran(cm), cm.explain()
+    with pytest.raises(IndexError, match="index out of range in self"):
+        cm(ts.tensor([[0, bad], [2, 1]]))
+    assert_close(cm(good).numpy(), model(good).detach().numpy(), rtol=1e-5, atol=1e-6)  # still fine after
+
+
+def test_embedding_language_model_runs_as_one_native_call(tmp_path):
+    """Token and position embeddings, a linear head: one native call, compiled and in the runtime."""
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tokens, self.places, self.head = nn.Embedding(50, 8), nn.Embedding(16, 8), nn.Linear(8, 50)
+
+        def forward(self, idx):
+            places = ts.arange(0, idx.shape[1], dtype=ts.long)
+            return self.head(self.tokens(idx) + self.places(places))
+
+    ts.manual_seed(0)
+    model = LM().eval()
+    idx = ts.from_numpy(np.random.default_rng(0).integers(0, 50, (3, 16)))
+    cm = ts.jit.compile(model, (idx,))
+    want = model(idx).detach().numpy()
+    assert_close(cm(idx).numpy(), want, rtol=1e-5, atol=1e-5)
+    assert _entry_ran(cm), cm.explain()
+    ts.jit.save(cm, tmp_path / "lm.tsm")
+    loaded = tscript_runtime.load(tmp_path / "lm.tsm")
+    assert_close(loaded.run(idx.numpy()), want, rtol=1e-5, atol=1e-5)
+    assert any(p is not None for p in loaded.executables["forward"].entry._plans.values())
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_stack_runs_in_the_entry(dim):
+    fn = lambda a, b: ts.stack([a.relu(), b * 2, a + b], dim)  # noqa: E731
+    rng = np.random.default_rng(dim + 5)
+    a, b = (ts.from_numpy(rng.standard_normal((3, 4)).astype(np.float32)) for _ in range(2))
+    cm = ts.jit.compile(fn, (a, b))
+    assert_close(cm(a, b).numpy(), fn(a, b).numpy(), rtol=1e-6, atol=1e-6)
+    assert _entry_ran(cm), cm.explain()
+
+
 def test_graphs_with_other_ops_have_no_entry_and_still_run():
     x = ts.randn(2, 3, 8, 8)
     fn = lambda x: ts.cumsum(F.conv2d(x, ts.ones(4, 3, 3, 3)).relu(), 1)  # noqa: E731 (cumsum does not lower)

@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from ..graph_entry import (AVG_POOLS, AVG_SLOTS, CONV_SLOTS, CONVS, CONVT_SLOTS, GEMM_SLOTS, MAX_BATCH_RANK, NO_TRANS,
-                           TRANS, CatStep, EntryLayout, GemmStep, KernelStep, WindowStep)
+from ..graph_entry import (AVG_POOLS, AVG_SLOTS, CONV_SLOTS, CONVS, CONVT_SLOTS, GATHER_SLOTS, GEMM_SLOTS,
+                           MAX_BATCH_RANK, NO_TRANS, TRANS, CatStep, EntryLayout, GatherStep, GemmStep, KernelStep,
+                           WindowStep)
 from . import library
 from .library.loops import carried, counted
 
@@ -21,19 +22,21 @@ REDUCE_FLAGS = ("reassoc", "contract", "nsz", "arcp", "afn")  # a window's sum m
 
 
 def build_entry(module: ir.Module, layout: EntryLayout, name: str, kernels: dict) -> None:
-    """Define `void name(i8** bases, i64* plan, double* scalars)` in `module`, which holds the
-    kernels (`kernels`: kernel node index -> its function)."""
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I8P.as_pointer(), I64.as_pointer(), F64.as_pointer()]),
-                     name)
+    """Define `i64 name(i8** bases, i64* plan, double* scalars)` in `module`, which holds the
+    kernels (`kernels`: kernel node index -> its function); it returns 0, or 1 + the index of the step
+    that found an index out of range (the steps after it do not run)."""
+    fn = ir.Function(module, ir.FunctionType(I64, [I8P.as_pointer(), I64.as_pointer(), F64.as_pointer()]), name)
     bases_p, plan_p, scalars_p = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     width = max([len(s.outputs) + len(s.tensors) for s in layout.steps if isinstance(s, KernelStep)] + [1])
     emit = _Emitter(module, fn, b, layout, bases_p, plan_p, scalars_p,
                     [b.alloca(I8P, I64(width)) for _ in range(2)], kernels)
-    templates = {KernelStep: emit.kernel, GemmStep: emit.gemm, WindowStep: emit.window, CatStep: emit.cat}
-    for step in layout.steps:
+    templates = {KernelStep: emit.kernel, GemmStep: emit.gemm, WindowStep: emit.window, CatStep: emit.cat,
+                 GatherStep: emit.gather}
+    for number, step in enumerate(layout.steps):
+        emit.number = number
         templates[type(step)](step)
-    emit.b.ret_void()
+    emit.b.ret(I64(0))
 
 
 class _Emitter:
@@ -93,6 +96,27 @@ class _Emitter:
         for k, v in enumerate(step.inputs):
             offset, size = self.plan(step.dims + 2 + 2 * k), self.plan(step.dims + 3 + 2 * k)
             _copy_rows(self.module, self.fn, b, b.gep(out, [offset]), self.pointer(v), rows, row, size)
+
+    def gather(self, step: GatherStep) -> None:
+        """Check every index (out of range: return this step's number), then copy the picked rows."""
+        b = self.b
+        d = {s: self.plan(step.dims + i) for i, s in enumerate(GATHER_SLOTS)}
+        index, source, out = self.pointer(step.index), self.pointer(step.source), self.pointer(step.out)
+        wide = b.icmp_signed("==", d["index_bytes"], I64(8))
+
+        def pick(i):
+            narrow = b.sext(b.load(b.gep(b.bitcast(index, I32.as_pointer()), [i])), I64)
+            return b.select(wide, b.load(b.gep(b.bitcast(index, I64.as_pointer()), [i])), narrow)
+        with counted(b, self.fn, I64(0), d["n_index"], 1, "check") as i:
+            with b.if_then(b.icmp_unsigned(">=", pick(i), d["n_source"]), likely=False):
+                b.ret(I64(self.number + 1))
+        memcpy = self.module.declare_intrinsic("llvm.memcpy", [I8P, I8P, I64])
+        row = d["row_bytes"]
+        with counted(b, self.fn, I64(0), d["outer"], 1, "outer") as o:
+            src = b.gep(source, [b.mul(b.mul(o, d["n_source"]), row)])
+            dst = b.gep(out, [b.mul(b.mul(o, d["n_index"]), row)])
+            with counted(b, self.fn, I64(0), d["n_index"], 1, "pick") as i:
+                b.call(memcpy, [b.gep(dst, [b.mul(i, row)]), b.gep(src, [b.mul(pick(i), row)]), row, I1(0)])
 
     def window(self, step: WindowStep) -> None:
         b = self.b
