@@ -439,3 +439,15 @@ def test_strided_input_a_plan_cannot_take_is_copied():
     np.testing.assert_array_equal(cm(ts.from_numpy(a)).numpy(), a.reshape(-1) * 2)
     assert _entry_ran(cm)
     assert [p is None for p in cm.executable.entry._plans.values()] == [True, False]
+
+
+def test_kernels_with_the_same_code_share_one_function():
+    """Repeated layers (an unrolled loop, a stack of blocks) emit each distinct kernel once."""
+    from tscript_runtime.native.emit import symbols
+    fn = lambda x, w: (((x @ w).tanh() * 2 @ w).tanh() * 2 @ w).sigmoid()  # noqa: E731
+    x, w = ts.randn(4, 5), ts.randn(5, 5)
+    cm = ts.jit.compile(fn, (x, w))
+    names = symbols(cm.executable.plan)
+    assert len(names) == 3 and len(set(names.values())) == 2, names  # tanh * 2 twice, sigmoid
+    assert_close(cm(x, w).numpy(), fn(x, w).numpy(), rtol=1e-5, atol=1e-5)
+    assert _entry_ran(cm), cm.explain()

@@ -28,8 +28,23 @@ class NativeCode:
 
 
 def symbols(plan: NativePlan) -> dict:
-    """Kernel name -> the name of its function in the emitted module."""
-    return {name: f"kernel_{i}" for i, name in enumerate(plan.kernels)}
+    """Kernel name -> the name of its function in the emitted module: kernels that would emit the same
+    code (an unrolled loop's steps, a transformer's layers) share one function."""
+    first, names = {}, {}
+    for i, (name, k) in enumerate(plan.kernels.items()):
+        names[name] = first.setdefault(_code_key(k), f"kernel_{i}")
+    return names
+
+
+def _code_key(kernel) -> tuple:
+    """What a kernel's code depends on: its template, schedule, and subgraph up to value names."""
+    sub = kernel.node.attrs["subgraph"]
+    number: dict = {}
+
+    def values(vs) -> tuple:
+        return tuple((number.setdefault(v.name, len(number)), str(v.type)) for v in vs)
+    nodes = tuple((n.kind, values(n.inputs), values(n.outputs), repr(sorted(n.attrs.items()))) for n in sub.nodes)
+    return kernel.template, kernel.tile, kernel.split_min, values(sub.inputs), nodes, values(sub.outputs)
 
 
 def emit_module(plan: NativePlan):
@@ -43,7 +58,11 @@ def emit_module(plan: NativePlan):
     module = ir.Module("tscript_model")
     module.triple = host()["triple"]
     names = symbols(plan)
+    emitted = set()
     for name, k in plan.kernels.items():
+        if names[name] in emitted:
+            continue
+        emitted.add(names[name])
         sub = k.node.attrs["subgraph"]
         if k.template == "pointwise":
             build_kernel(sub, names[name], module, k.tile)
@@ -67,7 +86,7 @@ def link_native(graph: dict, plan: NativePlan) -> NativeCode:
     obj, imports = cached_object(cache_key("model", json.dumps(graph, sort_keys=True), plan.fingerprint()), emit)
     assert imports <= MODEL_IMPORTS, f"emitted code imports {sorted(imports - MODEL_IMPORTS)}"
     names = symbols(plan)
-    exports = list(names.values()) + ([ENTRY] if plan.layout is not None else [])
+    exports = list(dict.fromkeys(names.values())) + ([ENTRY] if plan.layout is not None else [])
     library = NativeLibrary(obj, exports, imports)
     launchers = {name: FusedKernel(library.address(names[name]), k.spec, k.split_min, name, owner=library)
                  for name, k in plan.kernels.items()}

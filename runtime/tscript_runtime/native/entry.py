@@ -26,6 +26,10 @@ def build_entry(module: ir.Module, layout: EntryLayout, name: str, kernels: dict
     kernels (`kernels`: kernel node index -> its function); it returns 0, or 1 + the index of the step
     that found an index out of range (the steps after it do not run)."""
     fn = ir.Function(module, ir.FunctionType(I64, [I8P.as_pointer(), I64.as_pointer(), F64.as_pointer()]), name)
+    # Straight-line calls whose work is in the kernels: optimizing a graph-sized function costs seconds
+    # of compile time and saves nothing measurable.
+    fn.attributes.add("noinline")
+    fn.attributes.add("optnone")
     bases_p, plan_p, scalars_p = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     width = max([len(s.outputs) + len(s.tensors) for s in layout.steps if isinstance(s, KernelStep)] + [1])
