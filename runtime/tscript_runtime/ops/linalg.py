@@ -5,6 +5,7 @@ Unlike elementwise ops, PyTorch does not promote the operands of a matrix produc
 the same dtype (integers work, bool does not). Kernels call numpy's BLAS-backed `matmul`, so a
 float32 product is computed and returned in float32.
 """
+import math
 import string
 
 import numpy as np
@@ -203,7 +204,15 @@ def _addmm_shape(self, mat1, mat2, beta=1, alpha=1):
 def matmul(self, other):
     _matmul_dtype(self, other)
     _matmul_shape(self, other)
+    if self.ndim > 2 and other.ndim == 2:  # one 2-d GEMM over the flattened leading dims, not a stack
+        return _flat_product(self, other)
     return as_array(np.matmul(self, other))
+
+
+def _flat_product(x: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """x (..., K) @ matrix (K, N) as one 2-d product (x copied once when its rows do not flatten)."""
+    rows = np.reshape(x, (math.prod(x.shape[:-1]), x.shape[-1]))
+    return (rows @ matrix).reshape(x.shape[:-1] + (matrix.shape[1],))
 
 
 @register("aten::mm(Tensor self, Tensor mat2) -> Tensor", shape=_mm_shape,
@@ -466,7 +475,7 @@ def linear(input, weight, bias=None):
     if not fast:  # the rules raise PyTorch's messages for anything out of the ordinary
         _linear_shape(input, weight, bias)
         _linear_dtype(input, weight, bias)
-    out = np.matmul(input, weight.T)
+    out = _flat_product(input, weight.T) if input.ndim > 2 else np.matmul(input, weight.T)
     if bias is not None:
         out += bias
     return as_array(out)
