@@ -27,6 +27,7 @@ run that needs it, so a file cannot make loading take memory at its word.
 from __future__ import annotations
 
 import ctypes
+import math
 import re
 import threading
 from dataclasses import dataclass, field
@@ -35,9 +36,10 @@ import numpy as np
 
 from . import dtypes as dt
 from .arena import place
-from .errors import OpError, OpIndexError
+from .errors import OpError
 from .graph_json import TensorRef, decode_attr
 from .ops import OPS
+from .ops.reductions import reduce_dims
 from .ops.registry import TensorMeta
 from .prims import GROUPS
 # Views that keep a C-contiguous input's element order: the output shares the input's root.
@@ -50,7 +52,7 @@ STRIDED_VIEWS = {"aten::t", "aten::transpose", "aten::permute", "aten::expand"}
 OFFSET_VIEWS = {"aten::slice", "aten::narrow", "aten::select"}
 VIEW_LISTS = {"aten::split", "aten::chunk", "aten::unbind"}  # lists of such views, taken apart by ListUnpack
 # Nodes that only read their tensor inputs' shape, dtype or rank: evaluated while planning.
-SHAPE_READS = {"aten::size", "aten::dim", "prim::dtype"}
+SHAPE_READS = {"aten::size", "aten::dim", "prim::dtype", "prim::requires_grad"}
 CONTAINERS = {"prim::ListConstruct": list, "prim::TupleConstruct": tuple}
 PLANNED_PRIMS = {"prim::Constant", "prim::GetAttr", *CONTAINERS}
 
@@ -81,10 +83,16 @@ POOLS = {"aten::max_pool2d": "tscript_max_pool2d", **AVG_POOLS}
 STEP_KINDS = {"kernel": set(GROUPS), "gemm": set(GEMMS), "conv2d": {"aten::conv2d"},
               "conv_transpose2d": {"aten::conv_transpose2d"}, "max_pool2d": {"aten::max_pool2d"},
               "avg_pool2d": set(AVG_POOLS), "cat": {"aten::cat", "aten::stack"},
-              "gather": {"aten::index_select"}}
-# A gather (index_select): rows before the dim, the source's size along it, the index count, bytes of one row
-# (the dims after it), the index's bytes per element. An index outside the source stops the entry.
-GATHER_SLOTS = ("outer", "n_source", "n_index", "row_bytes", "index_bytes")
+              "gather": {"aten::index_select", "aten::gather"}, "scatter": {"aten::scatter_add", "aten::index_put"},
+              "reduce": {"aten::sum", "aten::mean"}}
+# Indexing along a dim of tensors seen as (outer, n, inner): the source's n, the index's n, the index's
+# bytes per element and the data's. index_select and index_put pick whole (outer, inner) slices by a 1-d
+# index; gather and scatter_add one element per index element (index shaped like the result). An index
+# outside the source stops the entry (the executor then raises PyTorch's error).
+GATHER_SLOTS = ("outer", "n_source", "n_index", "inner", "item_bytes", "index_bytes")
+# A sum or mean over adjacent dims of a C-contiguous tensor seen as (outer, reduced, inner); the
+# result is multiplied by 1 / divisor (mean: the count; sum: 1).
+REDUCE_SLOTS = ("outer", "reduced", "inner", "divisor")
 # The geometry of a convolution or pooling as the kernel library's im2col and max-pool kernels read it
 # (i64 each; C counts planes for pooling), and a convolution step's slots: that, then its sizes.
 GEOMETRY = ("C", "H", "W", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "OH", "OW")
@@ -210,8 +218,9 @@ class CatStep:
 
 @dataclass
 class GatherStep:
-    """index_select(source, dim, index): rows of `source` picked by `index` (checked in bounds)."""
+    """index_select or gather: elements of `source` picked by `index` (checked in bounds)."""
     node: int
+    kind: str
     source: str
     index: str
     out: str
@@ -224,6 +233,47 @@ class GatherStep:
 
     def values(self) -> list:
         return [self.out, self.source, self.index]
+
+
+@dataclass
+class ScatterStep:
+    """scatter_add or index_put: `out` is a copy of `source` with `src` added (index_put without
+    accumulate: written) where `index` says (checked in bounds; index_put's negative indices wrap)."""
+    node: int
+    kind: str
+    source: str
+    index: str
+    src: str
+    out: str
+    accumulate: str | None   # index_put's accumulate flag (a plan-time value)
+    function: str            # the element type: f32 or f64
+    dims: int = 0            # plan slot of GATHER_SLOTS (n_source: the output's size along the dim)
+    n_slots = len(GATHER_SLOTS) + 1  # then: 1 to add, 0 to write
+
+    @property
+    def outputs(self) -> list:
+        return [self.out]
+
+    def values(self) -> list:
+        return [self.out, self.source, self.index, self.src]
+
+
+@dataclass
+class ReduceStep:
+    """sum or mean over adjacent dims (REDUCE_SLOTS)."""
+    node: int
+    source: str
+    out: str
+    function: str            # the element type: f32 or f64
+    dims: int = 0
+    n_slots = len(REDUCE_SLOTS)
+
+    @property
+    def outputs(self) -> list:
+        return [self.out]
+
+    def values(self) -> list:
+        return [self.out, self.source]
 
 
 @dataclass
@@ -291,10 +341,10 @@ class EntryLayout:
         if name in self.containers:
             for item in self.containers[name][1]:
                 self._result(item)
-        elif self.kinds.get(name) == "tensor" and self.root_of[name] in self.computed:
+        elif self.kinds.get(name) == "tensor":  # computed, or an input or parameter (or a view of one)
             self.results.append(name)
         else:
-            raise NotLowerable(f"output '{name}' is not a tensor computed by the graph")
+            raise NotLowerable(f"output '{name}' is not a tensor")
 
     def _node(self, index: int, node: dict, step) -> None:
         kind, ins = node["kind"], node["inputs"]
@@ -312,6 +362,10 @@ class EntryLayout:
                 self._cat(index, node, outs[0])
             elif step.template == "gather":
                 self._gather(index, node, outs[0])
+            elif step.template == "scatter":
+                self._scatter(index, node, outs[0])
+            elif step.template == "reduce":
+                self._reduce(index, node, outs[0])
             else:
                 self._window(index, node, outs[0], step)
         elif kind == "prim::GetAttr":
@@ -422,12 +476,40 @@ class EntryLayout:
         self.steps.append(CatStep(index, list(items), out))
 
     def _gather(self, index: int, node: dict, out: str) -> None:
-        source, dim, idx = node["inputs"]
+        source, dim, idx = node["inputs"][:3]
         if self.kinds.get(source) != "tensor" or self.kinds.get(idx) != "tensor" or self.kinds.get(dim) != "value":
-            raise NotLowerable("index_select of values that are not tensors")
+            raise NotLowerable(f"{node['kind']} of values that are not tensors")
         self._tensor_out(node, out)
         self._new_root(out, 0)
-        self.steps.append(GatherStep(index, source, idx, out))
+        self.steps.append(GatherStep(index, node["kind"], source, idx, out))
+
+    def _scatter(self, index: int, node: dict, out: str) -> None:
+        kind, ins = node["kind"], node["inputs"]
+        if kind == "aten::scatter_add":
+            (source, _, idx, src), accumulate = ins, None
+        else:
+            source, indices, src, accumulate = ins if len(ins) == 4 else ins + [None]
+            items = self.containers.get(indices, (None, []))[1]
+            if len(items) != 1 or self.kinds.get(items[0]) != "tensor":
+                raise NotLowerable("index_put with other than one index tensor")
+            idx = items[0]
+        if any(self.kinds.get(v) != "tensor" for v in (source, idx, src)):
+            raise NotLowerable(f"{kind} of values that are not tensors")
+        suffix = FLOAT_SUFFIX.get(_tensor_type(node["outputs"][0].get("type", ""))[1])
+        if suffix is None:
+            raise NotLowerable(f"{kind} of dtype {node['outputs'][0].get('type')}")
+        self._tensor_out(node, out)
+        self._new_root(out, 0)
+        self.steps.append(ScatterStep(index, kind, source, idx, src, out, accumulate, suffix))
+
+    def _reduce(self, index: int, node: dict, out: str) -> None:
+        source = node["inputs"][0]
+        suffix = FLOAT_SUFFIX.get(_tensor_type(node["outputs"][0].get("type", ""))[1])
+        if self.kinds.get(source) != "tensor" or suffix is None:
+            raise NotLowerable(f"{node['kind']} of other than a float32/float64 tensor")
+        self._tensor_out(node, out)
+        self._new_root(out, 0)
+        self.steps.append(ReduceStep(index, source, out, suffix))
 
     def _view(self, node: dict, out: str, source: str, moves_start: bool) -> None:
         """`out` is a view of tensor `source`: same root; it starts where `source` does, or, for a view
@@ -466,7 +548,7 @@ class EntryLayout:
         base = n_in + len(self.fixed)
         for name in self.results:
             root = self.root_of[name]
-            if root not in self.outputs:
+            if root in self.computed and root not in self.outputs:
                 self.roots[root].base = base + len(self.outputs)
                 self.outputs.append(root)
         slot = 0
@@ -520,7 +602,8 @@ class CallPlan:
     scalars: object           # ctypes double array: the kernels' scalar inputs
     arena: int                # bytes of arena the entry uses
     outputs: list             # (shape, dtype) of each output root
-    views: list               # per tensor output: (index into outputs, shape, byte strides or None, byte offset)
+    views: list               # per tensor output: (source, index, shape, byte strides or None, byte offset),
+    #                           source OUT (index into outputs), INPUT (into tensor inputs) or FIXED
     direct: bool = False      # are the output roots the graph's outputs as they are?
 
     def __post_init__(self):
@@ -546,11 +629,22 @@ def make_plan(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> 
         ints[slot] = _address(env[view]) - _address(env[layout.root_of[view]])
     arena = _place_arena(layout, env, ints)
     outputs = [(tuple(env[r].shape), np.dtype(env[r].dtype)) for r in layout.outputs]
-    views = [(layout.outputs.index(layout.root_of[o]), env[o].shape,
+    views = [(*_view_source(layout, layout.root_of[o]), env[o].shape,
               None if env[o].flags.c_contiguous else env[o].strides,
               _address(env[o]) - _address(env[layout.root_of[o]])) for o in layout.results]
-    direct = not layout.containers and [(i, shape, None, 0) for i, (shape, _) in enumerate(outputs)] == views
+    direct = not layout.containers and [(OUT, i, shape, None, 0) for i, (shape, _) in enumerate(outputs)] == views
     return CallPlan(ints, scalars, arena, outputs, views, direct)
+
+
+OUT, INPUT, FIXED = 0, 1, 2  # where an output's data is: an output array, a tensor input, a fixed array
+
+
+def _view_source(layout: EntryLayout, root: str) -> tuple:
+    """(OUT | INPUT | FIXED, index among those) of the buffer `root`."""
+    if root in layout.outputs:
+        return OUT, layout.outputs.index(root)
+    base = layout.roots[root].base
+    return (INPUT, base - 1) if base <= len(layout.inputs) else (FIXED, base - 1 - len(layout.inputs))
 
 
 def _evaluate(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> tuple[dict, dict]:
@@ -802,22 +896,65 @@ def _plan_cat(step: CatStep, node: dict, env: dict, ints) -> None:
 
 
 def _plan_gather(step: GatherStep, node: dict, env: dict, ints) -> None:
-    """Rows before the dim, sizes along it, bytes of a row after it; source and index C-contiguous."""
+    """Source and index seen as (outer, n, inner) around the dim; all C-contiguous."""
     source, index = env[step.source], env[step.index]
-    if not source.flags.c_contiguous or not index.flags.c_contiguous:
-        raise Unplannable("index_select of a non-contiguous source or index")
-    dim = env[node["inputs"][1]]
-    dim = dim + source.ndim if dim < 0 else dim
-    if source.ndim == 0:
-        values = [1, 1, index.size, source.itemsize]
+    ints[step.dims:step.dims + step.n_slots] = _along(step.kind, source, index, env[node["inputs"][1]],
+                                                      source.dtype)
+
+
+def _plan_scatter(step: ScatterStep, node: dict, env: dict, ints) -> None:
+    """As a gather from the output's point of view, then whether values add up."""
+    source, index, src = env[step.source], env[step.index], env[step.src]
+    if src.dtype != source.dtype or not src.flags.c_contiguous:
+        raise Unplannable(f"{step.kind} of non-contiguous or other-typed values")
+    if step.kind == "aten::index_put":
+        along = _along("aten::index_select", source, index, 0, source.dtype)
+        if src.shape != (index.size,) + source.shape[1:]:
+            raise Unplannable("index_put of values that are broadcast")
+        add = bool(env[step.accumulate]) if step.accumulate is not None else False
     else:
-        values = [int(np.prod(source.shape[:dim], dtype=np.int64)), source.shape[dim], index.size,
-                  int(np.prod(source.shape[dim + 1:], dtype=np.int64)) * source.itemsize]
-    ints[step.dims:step.dims + step.n_slots] = values + [index.itemsize]
+        along, add = _along("aten::gather", source, index, env[node["inputs"][1]], source.dtype), True
+        if src.shape != index.shape:
+            raise Unplannable("scatter_add of a source shaped other than its index")
+    ints[step.dims:step.dims + step.n_slots] = along + [int(add)]
+
+
+def _along(kind: str, source, index, dim, dtype) -> list:
+    """GATHER_SLOTS for indexing `source` along `dim` by `index`: whole slices (index_select) or, for
+    gather, one element per index element (the index matching the source in every other dim)."""
+    if not source.flags.c_contiguous or not index.flags.c_contiguous:
+        raise Unplannable(f"{kind} of a non-contiguous source or index")
+    shape = source.shape or (1,)
+    dim = dim + len(shape) if dim < 0 else dim
+    outer, inner = math.prod(shape[:dim]), math.prod(shape[dim + 1:])
+    if kind == "aten::gather" and (index.shape or (1,))[:dim] + (index.shape or (1,))[dim + 1:] != \
+            shape[:dim] + shape[dim + 1:]:
+        raise Unplannable("gather by an index smaller than its source")
+    n_index = index.size if kind != "aten::gather" else (index.shape or (1,))[dim]
+    return [outer, shape[dim], n_index, inner, np.dtype(dtype).itemsize, index.itemsize]
+
+
+def _plan_reduce(step: ReduceStep, node: dict, env: dict, ints) -> None:
+    """The reduced dims as one run: (outer, reduced, inner) of a C-contiguous source."""
+    source, out = env[step.source], env[step.out]
+    ins = [env[v] for v in node["inputs"]]
+    if not source.flags.c_contiguous or out.dtype != source.dtype:
+        raise Unplannable(f"{node['kind']} of a non-contiguous source or to another dtype")
+    dims = set(reduce_dims(source, ins[1] if len(ins) > 1 else None, node["kind"]))
+    wide = [d for d in range(source.ndim) if source.shape[d] != 1]  # size-1 dims go anywhere
+    run = [d for d in wide if d in dims]
+    if run and any(d not in dims for d in wide if run[0] < d < run[-1]):
+        raise Unplannable(f"{node['kind']} over dims that are not adjacent")
+    first, last = (run[0], run[-1]) if run else (source.ndim, source.ndim - 1)
+    count = math.prod(source.shape[d] for d in dims)
+    mean = node["kind"] == "aten::mean"
+    ints[step.dims:step.dims + step.n_slots] = [math.prod(source.shape[:first]), math.prod(source.shape[first:last + 1]),
+                                                math.prod(source.shape[last + 1:]), count if mean else 1]
 
 
 # step type -> its call plan
-_PLANNERS = {GemmStep: _plan_gemm, WindowStep: _plan_window, CatStep: _plan_cat, GatherStep: _plan_gather}
+_PLANNERS = {GemmStep: _plan_gemm, WindowStep: _plan_window, CatStep: _plan_cat, GatherStep: _plan_gather,
+             ScatterStep: _plan_scatter, ReduceStep: _plan_reduce}
 
 
 def _nbytes(meta) -> int:
@@ -851,7 +988,7 @@ def _place_arena(layout: EntryLayout, env: dict, ints) -> int:
 
 # -- running ---------------------------------------------------------------------------------------------
 
-# The entry returns 0, or 1 + the index of the step that found its input out of range (nothing after it ran).
+# The entry returns 0, or 1 + the index of the step that found an index out of range (nothing after it ran).
 _ENTRY = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 _MAX_PLANS = 64
 MAX_PREPARED_ARENA = 1 << 30
@@ -923,19 +1060,26 @@ class GraphEntry:
             bases[k] = data_pointer(o)
             outs.append(o)
             k += 1
-        failed = self.fn(local.address, plan.address, plan.scalars_address)
-        if failed:
-            self._raise(failed - 1)
+        if self.fn(local.address, plan.address, plan.scalars_address):
+            return None  # an index out of range: the executor raises the op's own error
         if plan.direct:
             return outs
-        results = [outs[i] if outs[i].shape == shape and offset == 0 and strides is None
-                   else outs[i].reshape(shape) if strides is None and offset == 0
-                   else np.ndarray(shape, outs[i].dtype, outs[i], offset, strides) for i, shape, strides, offset in plan.views]
+        sources = (outs, tensors, self._fixed_arrays())
+        results = []
+        for source, i, shape, strides, offset in plan.views:
+            a = sources[source][i]
+            if source == OUT:
+                results.append(a if a.shape == shape and offset == 0 and strides is None
+                               else a.reshape(shape) if strides is None and offset == 0 and a.size == math.prod(shape)
+                               else np.ndarray(shape, a.dtype, a, offset, strides))
+            else:  # an input or parameter of any strides, or a view of one
+                results.append(a if a.shape == shape and offset == 0 and (strides or a.strides) == a.strides
+                               else np.asarray(_View(a, shape, strides, offset)))
         return results if self._structure is None else [_rebuild(s, results) for s in self._structure]
 
-    def _raise(self, step: int) -> None:
-        node = self.layout.graph["nodes"][self.layout.steps[step].node]
-        raise OpIndexError(f"{node['kind'].split('::')[-1]}(): index out of range in self")
+    def _fixed_arrays(self) -> list:
+        """The fixed arrays of this thread's last call: tensor constants and parameters."""
+        return [c if c is not None else a for c, a in zip(self._constants, self._local.kept)]
 
     def prepare(self, args: list) -> bool:
         """Make the plan for the signature of `args` now, and this thread's arena for it up to
@@ -1040,6 +1184,16 @@ class GraphEntry:
             self._plans.clear()
         self._plans[key] = plan
         return plan
+
+
+class _View:
+    """A view of array `base` (any strides) with `shape` and byte `strides` (None: C-contiguous) from
+    `offset` bytes past its start: numpy keeps this object, and so `base`, alive."""
+
+    def __init__(self, base: np.ndarray, shape: tuple, strides, offset: int):
+        self.base = base
+        self.__array_interface__ = {"version": 3, "shape": tuple(shape), "strides": strides, "typestr": base.dtype.str,
+                                    "data": (data_pointer(base) + offset, not base.flags.writeable)}
 
 
 def _structure(layout: EntryLayout, name: str, flat):

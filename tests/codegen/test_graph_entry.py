@@ -8,6 +8,7 @@ from hypothesis import given, settings, strategies as st
 import tscript as ts
 import tscript_runtime
 from tscript import nn
+from tscript.nn import functional as F
 from tscript_runtime.graph_entry import make_plan
 from tscript.jit.compiled import CompiledModel
 
@@ -260,6 +261,115 @@ def test_stack_runs_in_the_entry(dim):
     cm = ts.jit.compile(fn, (a, b))
     assert_close(cm(a, b).numpy(), fn(a, b).numpy(), rtol=1e-6, atol=1e-6)
     assert _entry_ran(cm), cm.explain()
+
+
+REDUCTIONS = {  # name: (function of x, shape of x)
+    "leading": (lambda x: (x * 2).sum(0), (5, 3, 4)),
+    "leading two, keepdim": (lambda x: (x * 2).sum((0, 1), keepdim=True), (5, 3, 4)),
+    "middle": (lambda x: (x + 1).sum(1), (2, 7, 3)),
+    "last (rows)": (lambda x: (x + 1).sum(-1), (4, 9)),
+    "all": (lambda x: (x * x).sum(), (3, 4, 5)),
+    "mean of middle": (lambda x: (x - 1).mean((1, 2)), (2, 3, 4, 5)),
+    "mean of all": (lambda x: (x - 1).mean(), (6, 7)),
+    "around size-1 dims": (lambda x: (x * 3).sum((0, 2)), (4, 1, 5, 3)),
+    "empty": (lambda x: (x * 2).sum(0), (0, 3)),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", list(REDUCTIONS))
+def test_sums_and_means_run_in_the_entry(name, dtype):
+    fn, shape = REDUCTIONS[name]
+    x = ts.from_numpy(np.random.default_rng(len(name)).standard_normal(shape).astype(dtype))
+    cm = ts.jit.compile(fn, (x,))
+    assert_close(cm(x).numpy(), fn(x).numpy(), rtol=1e-5, atol=1e-5)
+    assert cm(x).dtype == fn(x).dtype
+    assert _entry_ran(cm), cm.explain()
+
+
+def test_sum_over_dims_that_are_not_adjacent_runs_in_the_executor():
+    fn = lambda x: (x * 2).sum((0, 2))  # noqa: E731
+    x = ts.randn(3, 4, 5)
+    cm = ts.jit.compile(fn, (x,))
+    assert_close(cm(x).numpy(), fn(x).numpy(), rtol=1e-5, atol=1e-5)
+
+
+INDEXED = {  # name: (function of x (float) and i (int64), shapes, index values' bound)
+    "gather rows": (lambda x, i: ts.gather(x * 2, 1, i), ((4, 6), (4, 2)), 6),
+    "gather dim 0": (lambda x, i: ts.gather(x + 1, 0, i), ((5, 3), (2, 3)), 5),
+    "gather middle": (lambda x, i: ts.gather(x + 1, 1, i), ((2, 5, 3), (2, 4, 3)), 5),
+    "scatter_add": (lambda x, i: ts.zeros(4, 6).scatter_add(1, i, x[:, :2] * 2), ((4, 6), (4, 2)), 6),
+    "scatter_add dim 0": (lambda x, i: (x * 1).scatter_add(0, i, x[:2] + 1), ((5, 3), (2, 3)), 5),
+    "index_put accumulate": (lambda x, i: ts.zeros(6, 3).index_put((i.flatten(),), x * 2, accumulate=True),
+                             ((8, 3), (8,)), 6),
+    "index_put": (lambda x, i: ts.zeros(9, 3).index_put((i.flatten(),), x * 2), ((1, 3), (1,)), 9),
+}
+
+
+@pytest.mark.parametrize("name", list(INDEXED))
+def test_gathers_and_scatters_run_in_the_entry(name):
+    fn, (xs, ishape), bound = INDEXED[name]
+    rng = np.random.default_rng(len(name))
+    x = ts.from_numpy(rng.standard_normal(xs).astype(np.float32))
+    i = ts.from_numpy(rng.integers(0, bound, ishape))
+    cm = ts.jit.compile(fn, (x, i))
+    assert_close(cm(x, i).numpy(), fn(x, i).numpy(), rtol=1e-5, atol=1e-5)
+    assert _entry_ran(cm), cm.explain()
+    bad = i.numpy().copy()
+    bad.flat[-1] = bound
+    with pytest.raises((IndexError, RuntimeError), match="out of"):
+        cm(x, ts.from_numpy(bad))
+
+
+def test_index_put_wraps_negative_indices_in_the_entry():
+    fn = INDEXED["index_put accumulate"][0]
+    x, i = ts.randn(8, 3), ts.tensor([0, -1, 2, -6, 5, 5, 1, 0])
+    cm = ts.jit.compile(fn, (x, i))
+    assert_close(cm(x, i).numpy(), fn(x, i).numpy(), rtol=1e-5, atol=1e-5)
+    assert _entry_ran(cm), cm.explain()
+
+
+def test_outputs_that_are_inputs_or_parameters_or_views_of_them():
+    model = nn.Linear(3, 2)
+    fn = lambda x: (model(x), x, x.t(), model.weight, model.weight.t())  # noqa: E731
+    x = ts.randn(4, 3)
+    cm = ts.jit.compile(fn, (x,))
+    for got, want in zip(cm(x), fn(x)):
+        assert_close(got.numpy(), want.detach().numpy(), rtol=1e-6, atol=1e-6)
+    assert _entry_ran(cm), cm.explain()
+
+
+def test_a_language_model_training_step_runs_as_two_native_calls():
+    """Forward (saving what backward needs: inputs, parameters, views) and backward (embedding and
+    cross-entropy gradients: index_put, scatter_add; bias gradients: sums over the batch) each run as
+    one native call and give eager autograd's loss and gradients."""
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tokens, self.norm, self.head = nn.Embedding(40, 16), nn.LayerNorm(16), nn.Linear(16, 40)
+
+        def forward(self, idx, targets):
+            logits = self.head(F.gelu(self.norm(self.tokens(idx))))
+            return F.cross_entropy(logits.view(-1, 40), targets.view(-1))
+
+    ts.manual_seed(0)
+    model = LM()
+    rng = np.random.default_rng(0)
+    idx, targets = (ts.from_numpy(rng.integers(0, 40, (3, 8))) for _ in range(2))
+    cm = ts.jit.compile(model, (idx, targets), backward=True)
+    loss = cm(idx, targets)
+    loss.backward()
+    grads = {n: p.grad.numpy().copy() for n, p in model.named_parameters()}
+    for p in model.parameters():
+        p.grad = None
+    want = model(idx, targets)
+    want.backward()
+    assert_close(float(loss), float(want), rtol=1e-5)
+    for n, p in model.named_parameters():
+        assert_close(grads[n], p.grad.numpy(), rtol=1e-4, atol=1e-6)
+    for executable in (cm.executable, cm.backward_executable):
+        assert executable.entry is not None, executable.describe()
+        assert any(p is not None for p in executable.entry._plans.values())
 
 
 def test_graphs_with_other_ops_have_no_entry_and_still_run():

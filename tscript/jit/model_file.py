@@ -31,6 +31,7 @@ from tscript_runtime.ops.random import default_generator
 from tscript_runtime.signature import DictSpec, ListSpec, ScalarSpec, Signature, TensorSpec, TupleSpec
 
 from .._tensor import _make
+from ..codegen.plan import plan_native
 from ..ir.graph import Graph
 from ..ir.passes.dce import eliminate_dead_code
 from ..ir.graph_json import graph_from_json, graph_to_json
@@ -65,10 +66,27 @@ def save(obj, f, dynamic: dict | None = None) -> None:
     signature = _signature(graph, module is not None, dynamic, params)
     members, param_entries = _param_members(params)
     entry = _entry("forward", graph, signature, module is not None, members)
+    entry["defaults"] = _defaults(fn)
     payload = _payload(module, fn.name, param_entries, entry)
     for name, g in exported.items():  # scripted `@tscript.jit.export` methods: more entry points
         payload["entry_points"][name] = _entry(name, g, _signature(g, True, None, params, name), True, members)
+        payload["entry_points"][name]["defaults"] = _defaults(obj.exported_methods[name])
     write_archive(f, FORMAT, VERSION, payload, members)
+
+
+def _defaults(fn) -> dict:
+    """The default values of a scripted function's arguments that are plain constants (saved, so a
+    loaded function is called as the original was; others must then be given)."""
+    signature = getattr(fn, "_signature", None)
+    if signature is None:
+        return {}
+    return {p.name: p.default for p in signature.parameters.values()
+            if p.default is not p.empty and _plain(p.default)}
+
+
+def _plain(value) -> bool:
+    return value is None or type(value) in (bool, int, float, str) and value == value and value not in (
+        float("inf"), float("-inf"))
 
 
 def _entry_graph(fn: ScriptFunction) -> Graph:
@@ -106,14 +124,16 @@ def _save_compiled(compiled: CompiledModel, f, dynamic) -> None:
     signature = _compiled_signature("forward", graph, module is not None, compiled.example_shapes)
     members, param_entries = _param_members(params)
     entry = _entry("forward", graph, signature, module is not None, members)
-    _add_plan(entry, "forward", compiled.executable, compiled.dynamic, members)
+    # a training forward is saved reading its parameters again (not taking them as inputs): its own plan
+    _add_plan(entry, "forward", plan_native(graph) if training else compiled.executable.plan.to_json(),
+              compiled.dynamic, members)
     payload = _payload(module, compiled.name, param_entries, entry)
     if training:
         back = compiled.backward_graph
         payload["entry_points"]["backward"] = _entry("backward", back, _compiled_signature("backward", back, False),
                                                      False, members)
-        _add_plan(payload["entry_points"]["backward"], "backward", compiled.backward_executable, compiled.dynamic,
-                  members)
+        _add_plan(payload["entry_points"]["backward"], "backward", compiled.backward_executable.plan.to_json(),
+                  compiled.dynamic, members)
         payload["training"] = _training_section(compiled, graph)
     write_archive(f, FORMAT, VERSION, payload, members)
 
@@ -159,9 +179,9 @@ def _training_section(compiled: CompiledTrainingModel, graph: Graph) -> dict:
             "gradients": [name for name, _, _ in compiled.lifted] + inputs}
 
 
-def _add_plan(entry: dict, name: str, executable, dynamic, members: dict) -> None:
+def _add_plan(entry: dict, name: str, plan: dict, dynamic, members: dict) -> None:
     """Add an entry point's native plan (a member) and the compile option `dynamic` to its manifest entry."""
-    members[f"{name}.plan.json"] = json.dumps(executable.plan.to_json(), allow_nan=False).encode()
+    members[f"{name}.plan.json"] = json.dumps(plan, allow_nan=False).encode()
     entry["plan"] = f"{name}.plan.json"
     entry["dynamic"] = [[int(i), [int(d) for d in dims]] for i, dims in (dynamic or {}).items()]
 
@@ -443,7 +463,61 @@ def load(f):
             return CompiledModel(graph, module, dynamic, "forward" if module is not None else name, entry.plan)
         except ModelError as e:  # the plan checked against the graph: name the file as the runtime does
             raise ModelError(f"{saved.source}: entry point 'forward': {e}") from None
-    return ScriptModule(module, graph) if module is not None else ScriptFunction(graph, name)
+    binder = _Binder(name, [n for n, _ in entry.signature.inputs], _saved_defaults(saved, manifest))
+    if module is not None:
+        loaded = LoadedScriptModule(module, graph)
+        loaded.__dict__["_binder"] = binder
+        return loaded
+    return LoadedScriptFunction(graph, name, binder)
+
+
+def _saved_defaults(saved, manifest) -> dict:
+    defaults = manifest["entry_points"]["forward"].get("defaults", {})
+    if not isinstance(defaults, dict) or not all(_plain(v) for v in defaults.values()):
+        raise ModelError(f"{saved.source}: entry point 'forward': malformed argument defaults")
+    return defaults
+
+
+class _Binder:
+    """How a loaded entry point takes Python arguments: by position or by input name, with the
+    saved defaults of the original function filling the rest."""
+
+    def __init__(self, name: str, names: list, defaults: dict):
+        self.name, self.names, self.defaults = name, names, defaults
+
+    def bind(self, args: tuple, kwargs: dict) -> tuple:
+        if len(args) > len(self.names):
+            raise TypeError(f"{self.name}() takes {len(self.names)} arguments but {len(args)} were given")
+        bound = dict(zip(self.names, args))
+        for key, value in kwargs.items():
+            if key not in self.names or key in bound:
+                raise TypeError(f"{self.name}() got an unexpected or repeated argument '{key}'")
+            bound[key] = value
+        missing = [n for n in self.names if n not in bound and n not in self.defaults]
+        if missing:
+            raise TypeError(f"{self.name}() missing required argument '{missing[0]}'")
+        return tuple(bound[n] if n in bound else self.defaults[n] for n in self.names)
+
+
+class LoadedScriptFunction(ScriptFunction):
+    """A ScriptFunction read from a saved model: keyword arguments and saved defaults work."""
+
+    def __init__(self, graph: Graph, name: str, binder: _Binder):
+        super().__init__(graph, name)
+        self._binder = binder
+
+    def __call__(self, *args, **kwargs):
+        return self._run(self._binder.bind(args, kwargs))
+
+
+class LoadedScriptModule(ScriptModule):
+    """A ScriptModule read from a saved model: keyword arguments and saved defaults of forward work."""
+
+    def forward(self, *args, **kwargs):
+        return self._forward._run(self._binder.bind(args, kwargs), self._module)
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
 
 
 def _rebuild_module(saved):

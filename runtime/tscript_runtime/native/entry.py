@@ -8,8 +8,8 @@ import numpy as np
 from llvmlite import ir
 
 from ..graph_entry import (AVG_POOLS, AVG_SLOTS, CONV_SLOTS, CONVS, CONVT_SLOTS, GATHER_SLOTS, GEMM_SLOTS,
-                           MAX_BATCH_RANK, NO_TRANS, TRANS, CatStep, EntryLayout, GatherStep, GemmStep, KernelStep,
-                           WindowStep)
+                           MAX_BATCH_RANK, NO_TRANS, REDUCE_SLOTS, TRANS, CatStep, EntryLayout, GatherStep, GemmStep,
+                           KernelStep, ReduceStep, ScatterStep, WindowStep)
 from . import library
 from .library.loops import carried, counted
 
@@ -36,7 +36,7 @@ def build_entry(module: ir.Module, layout: EntryLayout, name: str, kernels: dict
     emit = _Emitter(module, fn, b, layout, bases_p, plan_p, scalars_p,
                     [b.alloca(I8P, I64(width)) for _ in range(2)], kernels)
     templates = {KernelStep: emit.kernel, GemmStep: emit.gemm, WindowStep: emit.window, CatStep: emit.cat,
-                 GatherStep: emit.gather}
+                 GatherStep: emit.gather, ScatterStep: emit.scatter, ReduceStep: emit.reduce}
     for number, step in enumerate(layout.steps):
         emit.number = number
         templates[type(step)](step)
@@ -102,25 +102,27 @@ class _Emitter:
             _copy_rows(self.module, self.fn, b, b.gep(out, [offset]), self.pointer(v), rows, row, size)
 
     def gather(self, step: GatherStep) -> None:
-        """Check every index (out of range: return this step's number), then copy the picked rows."""
-        b = self.b
-        d = {s: self.plan(step.dims + i) for i, s in enumerate(GATHER_SLOTS)}
-        index, source, out = self.pointer(step.index), self.pointer(step.source), self.pointer(step.out)
-        wide = b.icmp_signed("==", d["index_bytes"], I64(8))
+        self._indexed(_helper(self.module, f"tscript_{step.kind[6:]}", 3, _gather_body(step.kind)),
+                      step, [step.source, step.index, step.out])
 
-        def pick(i):
-            narrow = b.sext(b.load(b.gep(b.bitcast(index, I32.as_pointer()), [i])), I64)
-            return b.select(wide, b.load(b.gep(b.bitcast(index, I64.as_pointer()), [i])), narrow)
-        with counted(b, self.fn, I64(0), d["n_index"], 1, "check") as i:
-            with b.if_then(b.icmp_unsigned(">=", pick(i), d["n_source"]), likely=False):
-                b.ret(I64(self.number + 1))
-        memcpy = self.module.declare_intrinsic("llvm.memcpy", [I8P, I8P, I64])
-        row = d["row_bytes"]
-        with counted(b, self.fn, I64(0), d["outer"], 1, "outer") as o:
-            src = b.gep(source, [b.mul(b.mul(o, d["n_source"]), row)])
-            dst = b.gep(out, [b.mul(b.mul(o, d["n_index"]), row)])
-            with counted(b, self.fn, I64(0), d["n_index"], 1, "pick") as i:
-                b.call(memcpy, [b.gep(dst, [b.mul(i, row)]), b.gep(src, [b.mul(pick(i), row)]), row, I1(0)])
+    def scatter(self, step: ScatterStep) -> None:
+        self._indexed(_helper(self.module, f"tscript_{step.kind[6:]}_{step.function}", 4,
+                              _scatter_body(step.kind, ir.FloatType() if step.function == "f32" else F64)),
+                      step, [step.source, step.index, step.src, step.out])
+
+    def _indexed(self, helper: ir.Function, step, values: list) -> None:
+        """Call an indexing helper; when it finds an index out of range, return this step's number."""
+        b = self.b
+        status = b.call(helper, [b.gep(self.plan_p, [I64(step.dims)]), *(self.pointer(v) for v in values)])
+        with b.if_then(b.icmp_signed("!=", status, I64(0)), likely=False):
+            b.ret(I64(self.number + 1))
+
+    def reduce(self, step: ReduceStep) -> None:
+        b = self.b
+        fty = ir.FloatType() if step.function == "f32" else F64
+        helper = _helper(self.module, f"tscript_reduce_{step.function}", 2, lambda b, fn, d, ptrs: _reduce_body(
+            b, fn, d, [b.bitcast(p, fty.as_pointer()) for p in ptrs], fty))
+        b.call(helper, [b.gep(self.plan_p, [I64(step.dims)]), self.pointer(step.source), self.pointer(step.out)])
 
     def window(self, step: WindowStep) -> None:
         b = self.b
@@ -140,6 +142,18 @@ class _Emitter:
         scratch = b.gep(arena, [self.plan(step.dims + slots.index("scratch"))])
         bias = self.pointer(step.bias) if step.bias is not None else ir.Constant(I8P, None)
         b.call(fn, [dims, self.pointer(step.input), self.pointer(step.weight), bias, self.pointer(step.out), scratch])
+
+
+def _index(b: ir.IRBuilder, index, d: dict, i):
+    """Element i of an int64 or int32 index (`index_bytes` in the plan says which), as i64."""
+    narrow = b.sext(b.load(b.gep(b.bitcast(index, I32.as_pointer()), [i])), I64)
+    wide = b.load(b.gep(b.bitcast(index, I64.as_pointer()), [i]))
+    return b.select(b.icmp_signed("==", d["index_bytes"], I64(8)), wide, narrow)
+
+
+def _wrapped(b: ir.IRBuilder, picked, n):
+    """A Python-style index: negative ones count from the end."""
+    return b.select(b.icmp_signed("<", picked, I64(0)), b.add(picked, n), picked)
 
 
 def _copy_rows(module, fn, b: ir.IRBuilder, dst, src, rows, dst_step, size) -> None:
@@ -502,3 +516,127 @@ def _blas(module: ir.Module, name: str, fty) -> ir.Function:
         args = [I32, I32, I32, I64, I64, I64, fty, fp, I64, fp, I64, fty, fp, I64] if name.endswith("gemm") else \
             [I32, I32, I64, I64, fty, fp, I64, fp, I64, fty, fp, I64]
         return ir.Function(module, ir.FunctionType(ir.VoidType(), args), name)
+
+
+# -- indexing and reductions: helpers the entry calls (it is not optimized; they are) ---------------------
+
+def _helper(module: ir.Module, name: str, n_pointers: int, body) -> ir.Function:
+    """`i64 name(i64* dims, i8* ...)` (n_pointers data pointers), once per module, built by
+    `body(b, fn, dims, pointers)`; it returns 0 unless the body returns otherwise."""
+    try:
+        return module.get_global(name)
+    except KeyError:
+        pass
+    fn = ir.Function(module, ir.FunctionType(I64, [I64.as_pointer()] + [I8P] * n_pointers), name)
+    fn.linkage = "internal"
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    body(b, fn, fn.args[0], list(fn.args[1:]))
+    b.ret(I64(0))
+    return fn
+
+
+def _slots(b: ir.IRBuilder, dims, names: tuple) -> dict:
+    return {s: b.load(b.gep(dims, [I64(i)])) for i, s in enumerate(names)}
+
+
+def _gather_body(kind: str):
+    def body(b: ir.IRBuilder, fn, dims, ptrs) -> None:
+        """Check every index, then copy what it picks: whole slices (index_select) or one element per
+        index element (gather)."""
+        d = _slots(b, dims, GATHER_SLOTS)
+        source, index, out = ptrs
+        memcpy = fn.module.declare_intrinsic("llvm.memcpy", [I8P, I8P, I64])
+        if kind == "aten::index_select":
+            _check(b, fn, index, d, b.mul(d["outer"], d["n_index"]), wrap=False)
+            row = b.mul(d["inner"], d["item_bytes"])
+            with counted(b, fn, I64(0), d["outer"], 1, "outer") as o:
+                src = b.gep(source, [b.mul(b.mul(o, d["n_source"]), row)])
+                dst = b.gep(out, [b.mul(b.mul(o, d["n_index"]), row)])
+                with counted(b, fn, I64(0), d["n_index"], 1, "pick") as i:
+                    b.call(memcpy, [b.gep(dst, [b.mul(i, row)]), b.gep(src, [b.mul(_index(b, index, d, i), row)]),
+                                    row, I1(0)])
+            return
+        count = b.mul(b.mul(d["outer"], d["n_index"]), d["inner"])
+        _check(b, fn, index, d, count, wrap=False)
+        with counted(b, fn, I64(0), count, 1, "pick") as e:  # element e = (o, r, i) of the index
+            target = _along(b, d, e, _index(b, index, d, e))
+            b.call(memcpy, [b.gep(out, [b.mul(e, d["item_bytes"])]), b.gep(source, [b.mul(target, d["item_bytes"])]),
+                            d["item_bytes"], I1(0)])
+    return body
+
+
+def _scatter_body(kind: str, fty):
+    def body(b: ir.IRBuilder, fn, dims, ptrs) -> None:
+        """out = source, checked indices (index_put: negative ones wrap), then src added (or, for
+        index_put without accumulate, written) where they say."""
+        d = _slots(b, dims, GATHER_SLOTS)
+        add = b.icmp_signed("!=", b.load(b.gep(dims, [I64(len(GATHER_SLOTS))])), I64(0))
+        source, index, src, out = ptrs
+        rows = kind == "aten::index_put"
+        count = b.mul(d["outer"], d["n_index"]) if rows else b.mul(b.mul(d["outer"], d["n_index"]), d["inner"])
+        _check(b, fn, index, d, count, wrap=rows)
+        memcpy = fn.module.declare_intrinsic("llvm.memcpy", [I8P, I8P, I64])
+        size = b.mul(b.mul(b.mul(d["outer"], d["n_source"]), d["inner"]), d["item_bytes"])
+        b.call(memcpy, [out, source, size, I1(0)])
+        values, target = b.bitcast(src, fty.as_pointer()), b.bitcast(out, fty.as_pointer())
+
+        def put(at, value):
+            place = b.gep(target, [at])
+            b.store(b.select(add, b.fadd(b.load(place), value), value), place)
+        if rows:  # index_put: slice r of src goes to slice index[r] (outer is 1)
+            with counted(b, fn, I64(0), d["n_index"], 1, "row") as r:
+                picked = _wrapped(b, _index(b, index, d, r), d["n_source"])
+                with counted(b, fn, I64(0), d["inner"], 1, "col") as i:
+                    put(b.add(b.mul(picked, d["inner"]), i), b.load(b.gep(values, [b.add(b.mul(r, d["inner"]), i)])))
+            return
+        with counted(b, fn, I64(0), count, 1, "put") as e:
+            put(_along(b, d, e, _index(b, index, d, e)), b.load(b.gep(values, [e])))
+    return body
+
+
+def _check(b: ir.IRBuilder, fn, index, d: dict, count, wrap: bool) -> None:
+    """Return 1 if one of `count` indices is outside [0, n_source) (`wrap`: [-n_source, n_source))."""
+    with counted(b, fn, I64(0), count, 1, "check") as e:
+        picked = _index(b, index, d, e)
+        if wrap:
+            picked = _wrapped(b, picked, d["n_source"])
+        with b.if_then(b.icmp_unsigned(">=", picked, d["n_source"]), likely=False):
+            b.ret(I64(1))
+
+
+def _along(b: ir.IRBuilder, d: dict, e, picked):
+    """The source element for index element e = (o, r, i) of an (outer, n_index, inner) index:
+    (o, picked, i) of the (outer, n_source, inner) source."""
+    i = b.srem(e, d["inner"])
+    o = b.sdiv(e, b.mul(d["n_index"], d["inner"]))
+    return b.add(b.mul(b.add(b.mul(o, d["n_source"]), picked), d["inner"]), i)
+
+
+def _reduce_body(b: ir.IRBuilder, fn, dims, ptrs: list, fty) -> None:
+    """out[o, i] = sum over r of x[o, r, i], times 1 / divisor (REDUCE_SLOTS): rows added in place
+    (vectorized along i), or, when inner is 1, each row summed (a reordered, vectorized sum)."""
+    d = _slots(b, dims, REDUCE_SLOTS)
+    x, out = ptrs
+    scale = b.fdiv(fty(1.0), b.sitofp(d["divisor"], fty))
+    reduced, inner = d["reduced"], d["inner"]
+    with b.if_else(b.icmp_signed("==", inner, I64(1))) as (rows, columns):
+        with rows:
+            with counted(b, fn, I64(0), d["outer"], 1, "row") as o:
+                row = b.gep(x, [b.mul(o, reduced)])
+                (total,) = carried(b, fn, I64(0), reduced, 1, "sum", [fty(0.0)], lambda r, a: [
+                    b.fadd(a[0], b.load(b.gep(row, [r], inbounds=True)), flags=REDUCE_FLAGS)])
+                b.store(b.fmul(total, scale), b.gep(out, [o]))
+        with columns:
+            with counted(b, fn, I64(0), d["outer"], 1, "block") as o:
+                dst = b.gep(out, [b.mul(o, inner)])
+                block = b.gep(x, [b.mul(b.mul(o, reduced), inner)])
+                with counted(b, fn, I64(0), inner, 1, "zero") as i:
+                    b.store(fty(0.0), b.gep(dst, [i], inbounds=True))
+                with counted(b, fn, I64(0), reduced, 1, "add") as r:
+                    row = b.gep(block, [b.mul(r, inner)])
+                    with counted(b, fn, I64(0), inner, 1, "col") as i:
+                        at = b.gep(dst, [i], inbounds=True)
+                        b.store(b.fadd(b.load(at), b.load(b.gep(row, [i], inbounds=True))), at)
+                with counted(b, fn, I64(0), inner, 1, "scale") as i:
+                    at = b.gep(dst, [i], inbounds=True)
+                    b.store(b.fmul(b.load(at), scale), at)
