@@ -19,6 +19,8 @@ Variants of each case (every one warmed up; the harness interleaves them, see ha
     torchscript    torch.jit.trace + torch.jit.freeze + torch.jit.optimize_for_inference [anchor]
     torch.compile  torch.compile(model), default (inductor) backend                     [anchor]
     onnxruntime    torch.onnx.export of the twin, run by onnxruntime on the CPU         [anchor]
+    ts.onnx        that very .onnx file read by tscript.onnx.load and compiled (tscript and ONNX
+                   Runtime on the SAME file; needs torch and onnx)
 Anchors that are not installed, or fail on a model, are skipped and named in the output; without
 PyTorch the suite runs the tscript variants alone and checks them against tscript eager.
 
@@ -61,7 +63,7 @@ except ImportError:  # an optional anchor
 TOLERANCE = 1e-4
 BUDGET = float(os.environ.get("TSCRIPT_BENCH_MODELS_BUDGET", "2"))
 WARM = 0.02  # seconds of untimed calls before each sample here (harness.WARM is 10 ms; see _time)
-TS_VARIANTS = ("ts.compiled", "ts.runtime", "ts.eager")
+TS_VARIANTS = ("ts.compiled", "ts.runtime", "ts.eager", "ts.onnx")
 ANCHORS = ("torch", "torchscript", "torch.compile", "onnxruntime")
 
 
@@ -523,7 +525,22 @@ def _torch_variants(spec: Spec, model, xn: np.ndarray, tmp: str, skipped: dict) 
             variants["onnxruntime"] = _onnx_variant(twin, xt, xn, os.path.join(tmp, "model.onnx"))
         except Exception as e:
             skipped["onnxruntime"] = _short(e)
+    if os.path.exists(os.path.join(tmp, "model.onnx")):
+        try:
+            variants["ts.onnx"] = _tscript_onnx_variant(os.path.join(tmp, "model.onnx"), xn)
+        except Exception as e:
+            skipped["ts.onnx"] = _short(e)
     return variants
+
+
+def _tscript_onnx_variant(path: str, xn: np.ndarray) -> Callable:
+    """The .onnx file onnxruntime runs, imported by tscript and compiled for this input."""
+    x = ts.from_numpy(xn.copy())
+    t0 = time.perf_counter()
+    with _quiet():
+        compiled = ts.jit.compile(ts.onnx.load(path), (x,))
+    print(f"    tscript from onnx: imported and compiled in {time.perf_counter() - t0:.1f} s", flush=True)
+    return lambda: compiled(x)
 
 
 def _onnx_variant(twin, xt, xn: np.ndarray, path: str) -> Callable:

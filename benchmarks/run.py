@@ -8,13 +8,14 @@ import platform
 
 import numpy as np
 
-from . import autograd, compile, eager_ops, executor, ir_scale, load, models, nn_layers, passes, script, strided, training
+from . import autograd, compile, eager_ops, executor, gemm, ir_scale, load, models, nn_layers, passes, script, strided, \
+    training
 from .harness import report, run_case, torch
 
 SUITES = {"eager": eager_ops.cases, "autograd": autograd.cases, "nn": nn_layers.cases, "ir": ir_scale.cases,
           "executor": executor.cases, "passes": passes.cases, "script": script.cases, "compile": compile.cases,
           "training": training.cases, "strided": strided.cases, "load": load.cases,
-          "models": models.cases}
+          "models": models.cases, "gemm": gemm.cases}
 
 
 def main(argv=None) -> None:

@@ -1,7 +1,8 @@
 """Make the fuzzers' seeds: `python fuzz/make_seeds.py` (deterministic; rerun after format changes).
 
     fuzz/seeds/*.tsm, *.tsd   the files the loader harnesses mutate (made by tscript itself)
-    fuzz/corpus/tsm, tsd      starting inputs: a byte choosing a seed file, then mutation choices
+    fuzz/seeds/*.pt           PyTorch checkpoints, written without torch (tests/eager/torch_format.py)
+    fuzz/corpus/tsm, tsd, checkpoint   starting inputs: a byte choosing a seed file, then mutation choices
     fuzz/corpus/ir            printed graphs: traced, inlined, compiled (fusion groups), scripted
                               (every program of tests/script/programs.py), saved entry points
     fuzz/corpus/script        the functions of tests/script/programs.py and error_programs.py
@@ -78,6 +79,36 @@ def object_seeds() -> dict:
     return {"state_dict": model.state_dict(), "optimizer": opt.state_dict(), "nested": nested}
 
 
+def checkpoint_seeds() -> dict:
+    """Seed name -> a checkpoint in torch.save's format: a state dict, a training checkpoint with
+    every kind of value, views of shared storages, a big-endian file."""
+    import io
+
+    import numpy as np
+    sys.path.insert(0, ROOT)
+    from tests.eager.torch_format import Call, Global, SavedTensor, state_dict_checkpoint, write_checkpoint
+
+    def written(write) -> bytes:
+        buf = io.BytesIO()
+        write(buf)
+        return buf.getvalue()
+    base = np.arange(12, dtype=np.float32)
+    views = [SavedTensor(base, size=(3, 4)), SavedTensor(base, offset=1, size=(2, 2), stride=(1, 4)),
+             SavedTensor(base, offset=2, size=(3, 2), stride=(0, 1)), SavedTensor(base, offset=5, size=(), stride=())]
+    training = {"model": OrderedDict(w=SavedTensor(np.ones(6, np.float64), size=(2, 3), parameter=True,
+                                                   requires_grad=True),
+                                     n=SavedTensor(np.array([7])), mask=SavedTensor(np.array([True, False]))),
+                "optimizer": {"state": {0: {"step": SavedTensor(np.array([3.0], np.float32), size=())}},
+                              "param_groups": [{"lr": 1e-3, "betas": (0.9, 0.999), "params": [0], "name": None}]},
+                "epoch": 3, "blob": b"\x00\xff", "tags": {"a", "b"},
+                "size": Call(Global("torch", "Size"), ((2, 3),)), "dtype": Global("torch", "float32"),
+                "ints": SavedTensor(np.arange(4, dtype=np.int32))}
+    return {"state_dict": written(lambda f: state_dict_checkpoint(mlp(4, 8, 3).state_dict(), f)),
+            "training": written(lambda f: write_checkpoint(training, f)),
+            "views": written(lambda f: write_checkpoint(views, f)),
+            "big_endian": written(lambda f: write_checkpoint({"w": SavedTensor(base)}, f, byteorder="big"))}
+
+
 def graph_seeds(models: dict, seeds: str) -> dict:
     """Seed name -> printed IR."""
     traced = models["traced_mlp"]
@@ -133,17 +164,22 @@ def main() -> None:
         for name, obj in objects.items():
             ts.save(obj, os.path.join(seeds, f"{name}.tsd"))
         graphs = graph_seeds(models, seeds)
+        checkpoints = checkpoint_seeds()
+        for name, data in checkpoints.items():
+            with open(os.path.join(seeds, f"{name}.pt"), "wb") as f:
+                f.write(data)
     rng = random.Random(0)
     corpus = os.path.join(HERE, "corpus")
     write(os.path.join(corpus, "tsm"), loader_corpus(len(models), rng))
     write(os.path.join(corpus, "tsd"), loader_corpus(len(objects), rng))
+    write(os.path.join(corpus, "checkpoint"), loader_corpus(len(checkpoints), rng))
     write(os.path.join(corpus, "ir"), {f"{name}.ir": text for name, text in graphs.items()})
     sources = {f"{module}_{name}.py": inspect.getsource(fn) for module in ("programs", "error_programs")
                for name, fn in program_functions(module).items()}
     sources["control_flow.py"] = inspect.getsource(control_flow)
     write(os.path.join(corpus, "script"), sources)
-    print(f"{len(models)} models and {len(objects)} objects in {seeds}; corpora: {len(graphs)} graphs, "
-          f"{len(sources)} functions, in {corpus}")
+    print(f"{len(models)} models, {len(objects)} objects and {len(checkpoints)} checkpoints in {seeds}; corpora: "
+          f"{len(graphs)} graphs, {len(sources)} functions, in {corpus}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,6 @@
 """Creating tensors: from Python data and numpy arrays, and the factory functions."""
+import warnings
+
 import numpy as np
 
 from tscript_runtime import dtypes as _dt
@@ -7,10 +9,13 @@ from tscript_runtime.ops.random import Generator, default_generator
 
 from ._device import check_device
 from ._dispatch import dispatch
+from ._memory_format import check as check_memory_format
 from ._size import size_args
 from ._tensor import Tensor, _make
 
 _SUPPORTED = set(_dt.ALL)
+_COPY_WARNING = ("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+                 "sourceTensor.detach().clone().requires_grad_(True), rather than tscript.tensor(sourceTensor).")
 
 
 def _convertible(arr: np.ndarray) -> np.ndarray:
@@ -71,6 +76,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A new tensor holding a copy of `data` (nested lists, numbers, arrays or tensors)."""
     check_device(device)
     if isinstance(data, Tensor):
+        warnings.warn(_COPY_WARNING, UserWarning, stacklevel=2)
         arr = data._data.copy()
     elif isinstance(data, np.ndarray):
         arr = _convertible(np.array(data))
@@ -102,16 +108,37 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return _make(array)
 
 
+def _sizes(name: str, args: tuple, size) -> tuple:
+    """A factory's sizes, given as varargs, one sequence or the `size=` keyword (as PyTorch takes them)."""
+    if size is not None:
+        if args:
+            raise TypeError(f"{name}() got multiple values for argument 'size'")
+        args = (size,)
+    return size_args(args, name)
+
+
 def _factory(name: str):
     op = OPS[f"aten::{name}"]
 
-    def make(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False):
+    def make(*sizes, size=None, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+             pin_memory=False, **options):
         check_device(device)
-        t = dispatch(op, (size_args(size, name),), {"dtype": dtype} if dtype is not None else None)
+        shape = _sizes(name, sizes, size)
+        _memory_format_kwarg(name, options, len(shape))
+        t = dispatch(op, (shape,), {"dtype": dtype} if dtype is not None else None)
         return t.requires_grad_() if requires_grad else t
     make.__name__ = name
-    make.__doc__ = f"A tensor of the given size filled by `{name}` (varargs or one sequence)."
+    make.__doc__ = f"A tensor of the given size filled by `{name}` (varargs, one sequence or `size=`)."
     return make
+
+
+def _memory_format_kwarg(name: str, kwargs: dict, ndim: int) -> None:
+    """`empty` alone takes `memory_format=` (a hint: tensors are row-major); other keywords are refused."""
+    fmt = kwargs.pop("memory_format", None)
+    if kwargs or (fmt is not None and name != "empty"):
+        bad = next(iter(kwargs)) if kwargs else "memory_format"
+        raise TypeError(f"{name}() got an unexpected keyword argument '{bad}'")
+    check_memory_format(fmt, ndim, name)
 
 
 zeros, ones, empty = _factory("zeros"), _factory("ones"), _factory("empty")
@@ -120,9 +147,10 @@ zeros, ones, empty = _factory("zeros"), _factory("ones"), _factory("empty")
 def _random_factory(name: str):
     op = OPS[f"aten::{name}"]
 
-    def make(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    def make(*sizes, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None,
+             layout=None, pin_memory=False):
         check_device(device)
-        t = dispatch(op, (size_args(size, name),), {"generator": generator, "dtype": dtype})
+        t = dispatch(op, (_sizes(name, sizes, size),), {"generator": generator, "dtype": dtype})
         return t.requires_grad_() if requires_grad else t
     make.__name__ = name
     make.__doc__ = f"A tensor of the given size filled by `{name}` from `generator` (default: the global one)."
@@ -146,8 +174,10 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tens
 def _like(name: str):
     op = OPS[f"aten::{name}"]
 
-    def make(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    def make(input, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None,
+             pin_memory=False):
         check_device(device)
+        check_memory_format(memory_format, input.dim(), name)
         return _with_grad(dispatch(op, (input,), {"dtype": dtype}), requires_grad)
     make.__name__ = name
     make.__doc__ = f"`{name[:-5]}` with the shape (and, unless given, dtype) of `input`."
@@ -157,16 +187,19 @@ def _like(name: str):
 zeros_like, ones_like, empty_like = _like("zeros_like"), _like("ones_like"), _like("empty_like")
 
 
-def full_like(input, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+def full_like(input, fill_value, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
     check_device(device)
+    check_memory_format(memory_format, input.dim(), "full_like")
     return _with_grad(dispatch(OPS["aten::full_like"], (input, fill_value), {"dtype": dtype}), requires_grad)
 
 
-def rand_like(input, dtype=None, device=None, requires_grad=False, generator=None) -> Tensor:
+def rand_like(input, dtype=None, device=None, requires_grad=False, generator=None, memory_format=None) -> Tensor:
+    check_memory_format(memory_format, input.dim(), "rand_like")
     return rand(input.shape, dtype=dtype or input.dtype, generator=generator, requires_grad=requires_grad)
 
 
-def randn_like(input, dtype=None, device=None, requires_grad=False, generator=None) -> Tensor:
+def randn_like(input, dtype=None, device=None, requires_grad=False, generator=None, memory_format=None) -> Tensor:
+    check_memory_format(memory_format, input.dim(), "randn_like")
     return randn(input.shape, dtype=dtype or input.dtype, generator=generator, requires_grad=requires_grad)
 
 

@@ -9,7 +9,7 @@ from tscript_runtime.ops import OPS
 
 from . import _dtype
 from ._tracing import state as _trace_state, warn_conversion
-from ._device import CPU, check_device
+from ._device import CPU, NO_ACCELERATOR, DeviceUnavailableError, check_device, device as _device_cls, unavailable
 from ._size import Size, size_args
 
 _new = object.__new__
@@ -37,7 +37,7 @@ class Tensor:
     _output_nr = 0            # which output of grad_fn this tensor is
     _view_version = None      # a recorded view: the version its grad_fn belongs to (views.py)
     _accumulator = None       # weak reference to a leaf's AccumulateGrad node
-    __array_priority__ = 1000  # `ndarray + Tensor` defers to Tensor.__radd__
+    __array_priority__ = 1000  # `ndarray + Tensor` defers to Tensor.__radd__ (which takes arrays)
 
     # -- metadata ---------------------------------------------------------------------------------
     @property
@@ -78,7 +78,13 @@ class Tensor:
     def device(self):
         return CPU
 
-    is_cuda = False
+    # The CPU is the only device (_device.py): every accelerator query answers no.
+    is_cuda = is_xpu = is_mps = is_meta = is_sparse = is_quantized = is_mkldnn = False
+    is_cpu = True
+
+    def get_device(self) -> int:
+        """-1: the tensor is on the CPU (PyTorch's answer for CPU tensors)."""
+        return -1
 
     @property
     def is_leaf(self) -> bool:
@@ -91,8 +97,12 @@ class Tensor:
     def is_floating_point(self) -> bool:
         return _dt.is_float(self._data.dtype)
 
-    def is_contiguous(self) -> bool:
-        return self._data.flags.c_contiguous
+    def is_contiguous(self, memory_format=None) -> bool:
+        """Does the memory lie row-major (or in the order `memory_format` names, e.g. channels_last)?"""
+        if memory_format is None:
+            return self._data.flags.c_contiguous
+        from ._memory_format import is_laid_out
+        return is_laid_out(self._data, memory_format)
 
     def element_size(self) -> int:
         return self._data.itemsize
@@ -186,6 +196,17 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         return self._data if dtype is None else self._data.astype(dtype)
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule of this tensor's memory (`np.from_dlpack(t)`, `torch.from_dlpack(t)` share it)."""
+        if self._requires_grad:
+            raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
+        kwargs = {"max_version": max_version, "dl_device": dl_device, "copy": copy}
+        return self._data.__dlpack__(stream=stream, **{k: v for k, v in kwargs.items() if v is not None})
+
+    def __dlpack_device__(self) -> tuple:
+        """(kDLCPU, 0): the memory is on the CPU."""
+        return (1, 0)
+
     def _scalar(self, kind: str):
         warn_conversion(kind)
         if self._data.size != 1:
@@ -256,8 +277,12 @@ class Tensor:
         copy = kwargs.pop("copy", False)
         check_device(kwargs.pop("device", None))
         kwargs.pop("non_blocking", None)
+        memory_format = kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+        if memory_format is not None:
+            from ._memory_format import check
+            check(memory_format, self._data.ndim, "to")
         for a in args:
             if isinstance(a, Tensor):
                 dtype = a.dtype
@@ -267,10 +292,13 @@ class Tensor:
                 dtype = a
         return dispatch(OPS["aten::to"], (self, dtype, copy))
 
-    def type(self, dtype=None):
+    def type(self, dtype=None, non_blocking: bool = False):
+        """The legacy type name ("tscript.FloatTensor"), or this tensor converted to `dtype` (a dtype,
+        a legacy type such as `LongTensor`, or its name "torch.LongTensor")."""
         if dtype is None:
             return f"tscript.{_dt.TORCH_NAMES[self._data.dtype]}Tensor"
-        return self.to(dtype)
+        from ._legacy import as_dtype
+        return self.to(as_dtype(dtype))
 
     def type_as(self, other: "Tensor") -> "Tensor":
         return self.to(other.dtype)
@@ -292,6 +320,23 @@ class Tensor:
 
     def cpu(self) -> "Tensor":
         return self
+
+    def cuda(self, device=None, non_blocking: bool = False, memory_format=None) -> "Tensor":
+        """Raises PyTorch's error on a machine without CUDA (tscript runs on the CPU only)."""
+        if device is not None:
+            raise DeviceUnavailableError(NO_ACCELERATOR)
+        raise unavailable(_device_cls("cuda"))
+
+    def xpu(self, device=None, non_blocking: bool = False, memory_format=None) -> "Tensor":
+        """Raises PyTorch's error on a machine without XPU."""
+        raise unavailable(_device_cls("xpu"))
+
+    def is_pinned(self, device=None) -> bool:
+        return False
+
+    def pin_memory(self, device=None) -> "Tensor":
+        """Raises as PyTorch does without an accelerator (pinned memory is for copies to one)."""
+        raise DeviceUnavailableError(NO_ACCELERATOR)
 
     def detach(self) -> "Tensor":
         """A new tensor sharing data (and version counter) with this one, outside autograd."""
@@ -349,13 +394,13 @@ class Tensor:
     def mT(self) -> "Tensor":
         return self.transpose(-2, -1)
 
-    def new_zeros(self, *size, dtype=None, requires_grad=False) -> "Tensor":
+    def new_zeros(self, *sizes, size=None, dtype=None, device=None, requires_grad=False) -> "Tensor":
         from . import _creation
-        return _creation.zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+        return _creation.zeros(*sizes, size=size, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
 
-    def new_ones(self, *size, dtype=None, requires_grad=False) -> "Tensor":
+    def new_ones(self, *sizes, size=None, dtype=None, device=None, requires_grad=False) -> "Tensor":
         from . import _creation
-        return _creation.ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+        return _creation.ones(*sizes, size=size, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
 
     def new_full(self, size, fill_value, dtype=None, requires_grad=False) -> "Tensor":
         from . import _creation
@@ -367,72 +412,118 @@ class Tensor:
 
     # -- operators ------------------------------------------------------------------------------------
     def __add__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(_ADD, (self, other))
 
     def __radd__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(_ADD, (other, self))
 
     def __iadd__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(OPS["aten::add_"], (self, other))
 
     def __sub__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(_SUB, (self, other))
 
     def __rsub__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(_SUB, (other, self))
 
     def __isub__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(OPS["aten::sub_"], (self, other))
 
     def __mul__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(_MUL, (self, other))
 
     def __rmul__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(_MUL, (other, self))
 
     def __imul__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(OPS["aten::mul_"], (self, other))
 
     def __truediv__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(_DIV, (self, other))
 
     def __rtruediv__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(_DIV, (other, self))
 
     def __itruediv__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(OPS["aten::div_"], (self, other))
 
     def __floordiv__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(OPS["aten::floor_divide"], (self, other))
 
     def __rfloordiv__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(OPS["aten::floor_divide"], (other, self))
 
     def __ifloordiv__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(OPS["aten::floor_divide_"], (self, other))
 
     def __mod__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(OPS["aten::remainder"], (self, other))
 
     def __rmod__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(OPS["aten::remainder"], (other, self))
 
     def __imod__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(OPS["aten::remainder_"], (self, other))
 
     def __pow__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(OPS["aten::pow"], (self, other))
 
     def __rpow__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(OPS["aten::pow"], (other, self))
 
     def __ipow__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(OPS["aten::pow_"], (self, other))
 
     def __matmul__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(OPS["aten::matmul"], (self, other))
 
     def __rmatmul__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(OPS["aten::matmul"], (other, self))
 
     def __neg__(self):
@@ -448,45 +539,69 @@ class Tensor:
         return dispatch(OPS["aten::bitwise_not"], (self,))
 
     def __and__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(OPS["aten::bitwise_and"], (self, other))
 
     __rand__ = __and__
 
     def __iand__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(OPS["aten::bitwise_and_"], (self, other))
 
     def __or__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(OPS["aten::bitwise_or"], (self, other))
 
     __ror__ = __or__
 
     def __ior__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(OPS["aten::bitwise_or_"], (self, other))
 
     def __xor__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(OPS["aten::bitwise_xor"], (self, other))
 
     __rxor__ = __xor__
 
     def __ixor__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(OPS["aten::bitwise_xor_"], (self, other))
 
     def __eq__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(OPS["aten::eq"], (self, other))
 
     def __ne__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(OPS["aten::ne"], (self, other))
 
     def __lt__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(OPS["aten::lt"], (self, other))
 
     def __le__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(OPS["aten::le"], (self, other))
 
     def __gt__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(OPS["aten::gt"], (self, other))
 
     def __ge__(self, other):
+        if other.__class__ is _ndarray:
+            other = _array_operand(other)
         return dispatch(OPS["aten::ge"], (self, other))
 
     def __getitem__(self, index):
@@ -499,5 +614,13 @@ class Tensor:
 
 
 _ADD, _SUB, _MUL, _DIV = (OPS[f"aten::{n}"] for n in ("add", "sub", "mul", "div"))
+_ndarray = np.ndarray
+
+
+def _array_operand(arr: np.ndarray) -> "Tensor":
+    """A numpy array operand of an operator (`t + arr`, `arr < t`: numpy defers to the Tensor's method)
+    as a tensor sharing its memory, so the operator runs as a tensor op, with promotion and autograd."""
+    from ._creation import as_tensor
+    return as_tensor(arr)
 
 from ._dispatch import dispatch  # noqa: E402  (dispatch needs the Tensor class defined above)

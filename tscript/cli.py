@@ -5,6 +5,8 @@ import argparse
 import importlib
 import importlib.util
 import os
+import shutil
+import subprocess
 import sys
 
 from tscript_runtime.errors import OpError
@@ -46,7 +48,7 @@ def _import(target: str):
         raise UserError(f"no such file: {target}")
     try:
         if not is_file:
-            return importlib.import_module(target)
+            return _import_module(target)
         module_spec = importlib.util.spec_from_file_location("_tscript_user_model", target)
         if module_spec is None:
             raise UserError(f"{target} is not a Python file")
@@ -57,6 +59,19 @@ def _import(target: str):
         raise UserError(f"{e.filename}:{e.lineno}: {e.msg}") from None
     except ImportError as e:
         raise UserError(f"cannot import {target}: {e}") from None
+
+
+def _import_module(name: str):
+    """Import module `name` as `python -m` would find it: the current directory comes first."""
+    here = os.getcwd()
+    added = here not in sys.path and "" not in sys.path
+    if added:
+        sys.path.insert(0, here)
+    try:
+        return importlib.import_module(name)
+    finally:
+        if added:
+            sys.path.remove(here)
 
 
 def _shape(text: str) -> tuple:
@@ -93,14 +108,20 @@ def _trace(args) -> int:
         raise UserError(f"cannot write {args.output}: no such directory")
     shapes = [_shape(text) for text in args.input_shape]
     obj = _load_target(args.target)
-    if hasattr(obj, "eval"):
-        obj.eval()
+    if hasattr(obj, "train"):
+        obj.train(args.backward)  # a model saved to train keeps dropout and batch statistics on
     inputs = tuple(_random_input(shape, args.dtype) for shape in shapes)
-    with ts.no_grad():
-        scripted = ts.jit.script(obj) if args.script else ts.jit.trace(obj, inputs)
-        result = ts.jit.compile(scripted, inputs, dynamic={0: [0]}) if args.compile else scripted
+    if args.backward:  # forward + backward graphs, compiled: what run_with_grad needs
+        source = ts.jit.script(obj) if args.script else obj
+        result = ts.jit.compile(source, inputs, backward=True, dynamic={0: [0]})
+    else:
+        with ts.no_grad():
+            scripted = ts.jit.script(obj) if args.script else ts.jit.trace(obj, inputs)
+            result = ts.jit.compile(scripted, inputs, dynamic={0: [0]}) if args.compile else scripted
     ts.jit.save(result, args.output)
-    print(f"saved {args.output} ({os.path.getsize(args.output) / 1024:.1f} KiB)")
+    from tscript_runtime.model import read_saved_model
+    entries = ", ".join(read_saved_model(args.output).entry_points)
+    print(f"saved {args.output} ({os.path.getsize(args.output) / 1024:.1f} KiB; entry points: {entries})")
     return 0
 
 
@@ -108,36 +129,71 @@ def _ir(args) -> int:
     import tscript_runtime
     model = tscript_runtime.load(args.model)
     text = model.ir(args.entry)
-    if args.format == "dot":
+    if args.after_each_pass:
+        if args.format != "text":
+            raise UserError("--after-each-pass prints IR text: leave out --format")
+        text = _after_each_pass(text, args.entry)
+    elif args.format in ("dot", "svg"):
         from .ir.dot import to_dot
         from .ir.parser import parse_ir
         text = to_dot(parse_ir(text))
+        if args.format == "svg":
+            text = _svg(text)
     print(text, end="" if text.endswith("\n") else "\n")
     return 0
+
+
+def _after_each_pass(text: str, entry: str) -> str:
+    """The saved IR, then the IR after every pass of the pipeline that changes it (TSCRIPT_LOG=passes)."""
+    import io
+    from .ir.parser import parse_ir
+    from .ir.passes.pipeline import run_pipeline
+    log = io.StringIO()
+    run_pipeline(parse_ir(text), level=2, log=set(), stream=log)
+    passes = log.getvalue() or "(no pass changes it: it was saved optimized)\n"
+    return f"== saved IR of entry point '{entry}' ==\n{text.rstrip()}\n{passes}"
+
+
+def _svg(dot: str) -> str:
+    """`dot` rendered to SVG by Graphviz."""
+    program = shutil.which("dot")
+    if program is None:
+        raise UserError("--format svg needs Graphviz's `dot` program on PATH (e.g. apt-get install graphviz); "
+                        "--format dot prints the graph for it")
+    done = subprocess.run([program, "-Tsvg"], input=dot, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise UserError(f"Graphviz's dot failed: {done.stderr.strip()}")
+    return done.stdout
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tscript", description="tscript: trace, optimize, compile and "
                                      "save PyTorch-style models.")
+    parser.add_argument("--version", action="version", version=f"tscript {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo = sub.add_parser("demo", help="run the built-in end-to-end demo")
     demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     demo.add_argument("--steps", type=int, default=30, help="eager training steps (default 30)")
     demo.set_defaults(func=_demo)
     trace = sub.add_parser("trace", help="trace (or script) a model and save it as .tsm")
-    trace.add_argument("target", help="MODULE:ATTR — a module instance, an nn.Module class or a factory")
+    trace.add_argument("target", help="MODULE:ATTR (a module path from the current directory, or path/to/file.py) "
+                       "naming a module instance, an nn.Module class or a factory")
     trace.add_argument("--input-shape", action="append", required=True, help="e.g. 8,784 (repeat per input)")
     trace.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     trace.add_argument("-o", "--output", required=True, help="output .tsm path")
     trace.add_argument("--script", action="store_true", help="script the source instead of tracing")
-    trace.add_argument("--compile", action="store_true", help="also generate native code")
-    trace.add_argument("--backward", action="store_true", help="also save a backward entry point")
+    trace.add_argument("--compile", action="store_true", help="also generate native code (dim 0 of input 0 "
+                       "may vary: the batch)")
+    trace.add_argument("--backward", action="store_true", help="also save a backward entry point (implies "
+                       "--compile; the model in training mode): tsrt run --grad and run_with_grad train it")
     trace.set_defaults(func=_trace)
     ir = sub.add_parser("ir", help="print the IR stored in a .tsm file")
-    ir.add_argument("model")
-    ir.add_argument("--entry", default="forward")
-    ir.add_argument("--format", default="text", choices=["text", "dot"])
-    ir.add_argument("--after-each-pass", action="store_true", help="(with a model source) log every pass")
+    ir.add_argument("model", help="the saved model (.tsm)")
+    ir.add_argument("--entry", default="forward", help="entry point (default: forward)")
+    ir.add_argument("--format", default="text", choices=["text", "dot", "svg"],
+                    help="text (default), dot (Graphviz source) or svg (rendered by Graphviz's dot)")
+    ir.add_argument("--after-each-pass", action="store_true",
+                    help="run the pass pipeline on the saved IR and print it after every pass that changes it")
     ir.set_defaults(func=_ir)
     return parser
 
@@ -156,6 +212,11 @@ def main(argv=None) -> int:
     except MemoryError as e:
         print(f"tscript {args.command}: error: out of memory ({e})", file=sys.stderr)
         return 2
+
+
+def _version() -> str:
+    from . import __version__
+    return __version__
 
 
 if __name__ == "__main__":

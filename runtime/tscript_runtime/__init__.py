@@ -8,9 +8,10 @@ import warnings
 from . import dtypes, ops
 from .errors import InputError, ModelError
 from .model import Model, load
+from .threads import get_num_threads, set_num_threads
 
 # numpy warns about 1/0 and log(-1); PyTorch returns inf/nan silently, and so do our kernels.
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"tscript_runtime\.ops(\..*)?$")
 
-__all__ = ["dtypes", "ops", "InputError", "Model", "ModelError", "load"]
+__all__ = ["dtypes", "ops", "InputError", "Model", "ModelError", "get_num_threads", "load", "set_num_threads"]
 __version__ = "0.1.0"

@@ -11,6 +11,8 @@ Every member is listed with its checksum and size; the reader refuses any archiv
 zip, is truncated, lacks the manifest or a listed member, holds an unlisted member, has a member
 whose checksum or size differs (tampered), or names another format or an unknown version. Arrays
 are stored as `.npy` and read with `allow_pickle=False`: reading an archive never runs code.
+`read_zip` reads the members of zip files without a manifest (PyTorch checkpoints) under the same
+limits, each checked against the CRC-32 the zip directory gives.
 
 Sizes are bounded from the zip's directory before anything is read or inflated, so a small file
 cannot make a reader allocate or hash much more than its own size:
@@ -219,12 +221,36 @@ def read_archive(source, fmt: str, versions) -> Archive:
     """Open and verify the archive at `source` (a path or a binary file object) of format `fmt`
     with a version in `versions`; every problem is a ModelError naming the file."""
     name = source_name(source)
+    with _zip_errors(name), zipfile.ZipFile(source) as zf:
+        _check_sizes(zf, name)
+        manifest = _read_manifest(zf, name, fmt, versions)
+        _check_no_extra(zf, name, manifest["members"])
+        members = _read_members(zf, name, manifest["members"])
+    return Archive(name, manifest, members)
+
+
+def read_zip(source) -> dict:
+    """Every member of a zip file that has no manifest (a PyTorch checkpoint): name -> bytes, read as
+    `read_archive` reads members (stored ones are views of a private memory map of the file) under
+    the same size limits, each checked against its CRC-32; any problem is a ModelError naming the file."""
+    name = source_name(source)
+    with _zip_errors(name), zipfile.ZipFile(source) as zf:
+        _check_sizes(zf, name)
+        _check_no_extra(zf, name, {n: None for n in zf.namelist()})
+        mapped = _memory_map(zf)
+        members = {}
+        for info in zf.infolist():
+            data = members[info.filename] = _member_bytes(zf, mapped, name, info.filename, info)
+            if zlib.crc32(data) != info.CRC:  # (zipfile checks what it inflates; mapped bytes are ours to check)
+                raise ModelError(f"{name}: member '{info.filename}' fails its CRC-32 check (corrupted)")
+    return members
+
+
+@contextlib.contextmanager
+def _zip_errors(name: str):
+    """Reading a zip file: every problem becomes a ModelError naming the file."""
     try:
-        with zipfile.ZipFile(source) as zf:
-            _check_sizes(zf, name)
-            manifest = _read_manifest(zf, name, fmt, versions)
-            _check_no_extra(zf, name, manifest["members"])
-            members = _read_members(zf, name, manifest["members"])
+        yield
     except ModelError:
         raise
     except FileNotFoundError:
@@ -233,7 +259,6 @@ def read_archive(source, fmt: str, versions) -> Archive:
         raise ModelError(f"{name}: not a valid archive (not a zip file, or truncated): {e}") from None
     except (OSError, ValueError, RuntimeError, zlib.error) as e:  # unreadable stream, encrypted member, ...
         raise ModelError(f"{name}: cannot read the archive: {e}") from None
-    return Archive(name, manifest, members)
 
 
 def _check_sizes(zf: zipfile.ZipFile, name: str) -> None:

@@ -4,6 +4,7 @@
     tsrt run model.tsm --input x.npy [...] [--output out.npz] [--grad]
     tsrt ir model.tsm [--entry forward]
     tsrt bench model.tsm [--runs N] [--input x.npy ...]  latency over repeated runs
+    tsrt serve model.tsm [--port N] [--host H]           an HTTP inference server (serve.py)
 
 Every error is one line on stderr and exit code 2, never a traceback.
 """
@@ -16,31 +17,40 @@ import time
 
 import numpy as np
 
-from . import dtypes as dt
+from . import __version__, dtypes as dt
 from .errors import OpError
 from .model import Model, load
+from .serve import DEFAULT_MAX_REQUEST_BYTES
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tsrt", description="Run tscript saved models (.tsm) with numpy "
                                      "and llvmlite only.")
+    parser.add_argument("--version", action="version", version=f"tsrt (tscript_runtime) {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     info = commands.add_parser("info", help="show entry points, signature, parameters and native code")
     run = commands.add_parser("run", help="run an entry point on inputs stored as .npy files")
     ir = commands.add_parser("ir", help="print the IR of an entry point")
     bench = commands.add_parser("bench", help="measure the latency of repeated runs")
-    for sub in (info, run, ir, bench):
+    serve = commands.add_parser("serve", help="serve the model over HTTP: POST /run (JSON, .npy or .npz), "
+                                "GET /info, GET /health")
+    for sub in (info, run, ir, bench, serve):
         sub.add_argument("model", help="the saved model (.tsm)")
-    for sub in (run, ir, bench):
+    for sub in (run, ir, bench, serve):
         sub.add_argument("--entry", default="forward", help="entry point (default: forward)")
     for sub in (run, bench):
         sub.add_argument("--input", action="append", default=[], metavar="FILE.npy",
                          help="one input per option, in order (bench: random inputs when omitted)")
     run.add_argument("--output", metavar="FILE.npz", help="also write the outputs to an .npz file")
     run.add_argument("--grad", action="store_true",
-                     help="also compute and print gradients (models saved with a backward entry point)")
+                     help="also compute and print gradients (of forward, in models saved with a backward entry point)")
     bench.add_argument("--runs", type=int, default=100, help="number of timed runs (default: 100)")
     bench.add_argument("--warmup", type=int, default=3, help="untimed runs first (default: 3)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this "
+                       "machine only; 0.0.0.0 for every interface)")
+    serve.add_argument("--port", type=int, default=8000, help="port (default: 8000; 0 picks a free one)")
+    serve.add_argument("--max-request-bytes", type=int, default=DEFAULT_MAX_REQUEST_BYTES,
+                       help=f"larger request bodies are refused with 413 (default: {DEFAULT_MAX_REQUEST_BYTES})")
     return parser
 
 
@@ -81,14 +91,16 @@ def cmd_info(args) -> None:
 
 
 def cmd_run(args) -> None:
+    if args.grad and args.entry != "forward":
+        raise ValueError("--grad computes the gradients of forward: leave out --entry")
     model = load(args.model)
     inputs = [_read_input(p) for p in args.input]
     if args.grad:
         outputs, grads = model.run_with_grad(*inputs)
-        arrays = dict(_flatten("output", outputs))
+        arrays = dict(flatten_outputs("output", outputs))
         arrays.update({f"grad.{name}": g for name, g in grads.items()})
     else:
-        arrays = dict(_flatten("output", model.run_method(args.entry, *inputs)))
+        arrays = dict(flatten_outputs("output", model.run_method(args.entry, *inputs)))
     for name, value in arrays.items():
         print(f"{name}: {_summary(value)}")
     if args.output:
@@ -111,7 +123,23 @@ def cmd_bench(args) -> None:
     print(f"native code: {model.executables[args.entry].describe()}")
 
 
-COMMANDS = {"info": cmd_info, "run": cmd_run, "ir": cmd_ir, "bench": cmd_bench}
+def cmd_serve(args) -> None:
+    from .serve import make_server
+    if not 0 <= args.port <= 65535 or args.max_request_bytes < 1:
+        raise ValueError("--port must be in 0..65535 and --max-request-bytes at least 1")
+    server = make_server(load(args.model), args.host, args.port, args.entry, args.max_request_bytes)
+    host, port = server.server_address[:2]
+    print(f"serving {args.model} on http://{host}:{port} (POST /run, GET /info, GET /health; Ctrl-C stops)",
+          flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+COMMANDS = {"info": cmd_info, "run": cmd_run, "ir": cmd_ir, "bench": cmd_bench, "serve": cmd_serve}
 
 
 # -- helpers ----------------------------------------------------------------------------------------
@@ -138,14 +166,14 @@ def _time_runs(model: Model, entry: str, inputs: list, runs: int, warmup: int) -
     return np.array(times)
 
 
-def _flatten(name: str, value):
+def flatten_outputs(name: str, value):
     """(key, array) pairs of a nested output: `output`, `output.0`, `output.logits`, ..."""
     if isinstance(value, (tuple, list)):
         for i, v in enumerate(value):
-            yield from _flatten(f"{name}.{i}", v)
+            yield from flatten_outputs(f"{name}.{i}", v)
     elif isinstance(value, dict):
         for k, v in value.items():
-            yield from _flatten(f"{name}.{k}", v)
+            yield from flatten_outputs(f"{name}.{k}", v)
     elif value is not None:
         yield name, np.asarray(value)
 

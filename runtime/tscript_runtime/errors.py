@@ -23,6 +23,10 @@ class OpValueError(OpError, ValueError):
     pass
 
 
+class OpNotImplementedError(OpError, NotImplementedError):
+    """An op not defined for a dtype (PyTorch: `"trace" not implemented for 'Bool'`)."""
+
+
 class ModelError(OpError, RuntimeError):
     """A saved file is missing, corrupt, tampered with or of an unknown format."""
 

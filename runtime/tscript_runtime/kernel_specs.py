@@ -143,14 +143,17 @@ def _check_pointwise(node: Node, pw, constants: dict) -> None:
 
 
 def _check_row_reduction(node: Node, iteration: tuple, constants: dict) -> None:
-    """A reduction over the last dim with keepdim, of a value of the full row shape, in floats."""
+    """A reduction over the last dim with keepdim, of a value of the full row shape, in floats (all /
+    any: to bools)."""
     src, out = node.inputs[0].type, node.output.type
     args = [constants.get(v, _NOT_CONSTANT) for v in node.inputs]
-    var, extremum = node.kind == "aten::var", node.kind in ("aten::amax", "aten::amin")
+    var, extremum = node.kind == "aten::var", node.kind in ("aten::amax", "aten::amin", "aten::all", "aten::any")
+    logical = node.kind in ("aten::all", "aten::any")
     if len(args) != (3 if extremum else 4) or not isinstance(src, TensorType) or \
             not _compatible(src.shape, iteration) or not _compatible(out.shape, iteration[:-1] + (1,)) or \
-            out.shape[-1] != 1 or not dt.is_float(out.dtype):
-        raise ModelError(f"{node.kind} in a row kernel must reduce a float value of the row shape {iteration}")
+            out.shape[-1] != 1 or not (out.dtype == dt.bool_ if logical else dt.is_float(out.dtype)):
+        raise ModelError(f"{node.kind} in a row kernel must reduce a value of the row shape {iteration} "
+                         f"({'to bools' if logical else 'in floats'})")
     dims, keep = args[1], args[3 if var else 2]
     dims = list(dims) if isinstance(dims, (list, tuple)) else [dims]
     if len(dims) != 1 or type(dims[0]) is not int or dims[0] not in (-1, len(iteration) - 1) or keep is not True:

@@ -276,11 +276,13 @@ class Model:
     Every entry point becomes an Executable when the model loads (its native code emitted or found
     in the cache and linked then, and its whole-graph entry planned for the signature's example
     shapes), so the first run costs what later ones do. A run keeps all its state local and native
-    code releases the GIL, so several threads may run at once.
+    code releases the GIL, so several threads may run at once. A Model pickles (travel.py): it loads
+    again in the receiving process from its file's bytes.
     """
 
-    def __init__(self, saved: SavedModel):
+    def __init__(self, saved: SavedModel, origin=None):
         self.source = saved.source
+        self.origin = origin  #: the file's path, or its bytes (what pickling sends; see travel.py)
         self.manifest = saved.manifest
         self.params: dict = saved.params  #: name -> array; in-place writes change later runs
         self.entry_points: dict = saved.entry_points
@@ -366,6 +368,10 @@ class Model:
     def __repr__(self) -> str:
         return f"<tscript_runtime.Model {self.signature} from {self.source}>"
 
+    def __reduce__(self):
+        from .travel import reduce_model
+        return reduce_model(self)
+
 
 def _output(spec, value):
     """A graph output for the caller, as its spec describes it: tensors as arrays, scalars as
@@ -419,4 +425,6 @@ def _seed_gradients(outputs: list, grad_outputs, source: str) -> list:
 
 def load(source) -> Model:
     """Load and check a saved model (`.tsm` path or binary file object) for running."""
-    return Model(read_saved_model(source))
+    from .travel import origin_of
+    readable, origin = origin_of(source)
+    return Model(read_saved_model(readable), origin)

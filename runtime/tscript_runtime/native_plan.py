@@ -33,7 +33,9 @@ import json
 from dataclasses import dataclass
 
 from .errors import ModelError
-from .graph_entry import GROUPS, EntryLayout, NotLowerable
+from .entry_layout import EntryLayout
+from .entry_steps import NotLowerable
+from .prims import GROUPS
 from .kernel_specs import KernelSpec, kernel_spec
 from .typed_graph import Graph
 

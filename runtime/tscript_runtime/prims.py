@@ -63,7 +63,10 @@ PRIMS = {
     "aten::__getitem__": lambda attrs, domain: _getitem,
     "aten::len": lambda attrs, domain: len,
     "aten::dim": lambda attrs, domain: (lambda x: x.ndim),
-    "prim::dtype": lambda attrs, domain: (lambda x: x.dtype),
+    # a numpy dtype, as dtype constants are (a domain's tensors may wrap theirs: tscript's in `.np`)
+    "prim::dtype": lambda attrs, domain: (lambda x: getattr(x.dtype, "np", x.dtype)),
+    # arrays of the runtime never require grad; tscript's tensors say whether they do
+    "prim::requires_grad": lambda attrs, domain: (lambda x: bool(getattr(x, "requires_grad", False))),
     "prim::RaiseException": lambda attrs, domain: _raise,
     "prim::Uninitialized": lambda attrs, domain: (lambda: None),
     "prim::unchecked_cast": lambda attrs, domain: (lambda x: x),
@@ -88,6 +91,7 @@ NODE_SHAPES = {
     "aten::len": (1, 1, 1, {}),
     "aten::dim": (1, 1, 1, {}),
     "prim::dtype": (1, 1, 1, {}),
+    "prim::requires_grad": (1, 1, 1, {}),
     "prim::RaiseException": (0, 1, 0, {}),
     "prim::Uninitialized": (0, 0, 1, {}),
     "prim::unchecked_cast": (1, 1, 1, {}),

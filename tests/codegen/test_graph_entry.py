@@ -9,7 +9,7 @@ import tscript as ts
 import tscript_runtime
 from tscript import nn
 from tscript.nn import functional as F
-from tscript_runtime.graph_entry import make_plan
+from tscript_runtime.entry_plan import make_plan
 from tscript.jit.compiled import CompiledModel
 
 from tests.conftest import assert_close, run_in_threads
@@ -370,6 +370,25 @@ def test_a_language_model_training_step_runs_as_two_native_calls():
     for executable in (cm.executable, cm.backward_executable):
         assert executable.entry is not None, executable.describe()
         assert any(p is not None for p in executable.entry._plans.values())
+
+
+@pytest.mark.parametrize("mask", ["causal", "none", "bool", "float", "a row fully masked"])
+def test_scaled_dot_product_attention_is_two_products_and_one_row_kernel(mask):
+    """Q K^T, scale, mask and softmax in one row kernel (rows with nothing allowed give 0, as in
+    PyTorch), the products batched GEMMs: one native call."""
+    rng = np.random.default_rng(3)
+    q, k, v = (ts.from_numpy(rng.standard_normal((2, 3, 9, 8)).astype(np.float32)) for _ in range(3))
+    allowed = rng.random((9, 9)) > 0.3
+    if mask == "a row fully masked":
+        allowed[4] = False
+    masks = {"none": None, "causal": None, "bool": ts.from_numpy(allowed), "a row fully masked": ts.from_numpy(allowed),
+             "float": ts.from_numpy(rng.standard_normal((9, 9)).astype(np.float32))}
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=masks[mask],  # noqa: E731
+                                                        is_causal=mask == "causal")
+    cm = ts.jit.compile(fn, (q, k, v))
+    assert_close(cm(q, k, v).numpy(), fn(q, k, v).numpy(), rtol=1e-5, atol=1e-6)
+    assert _entry_ran(cm), cm.explain()
+    assert len(cm.executable.plan.kernels) == 1, cm.graph
 
 
 def test_graphs_with_other_ops_have_no_entry_and_still_run():

@@ -37,6 +37,9 @@ CASES = {
     "x > mean (bool)": lambda L, x, w, r: x > x.mean(-1, keepdim=True),
     "var(2x) - mean(x)": lambda L, x, w, r: x.mul(2).var(-1, keepdim=True) - x.mean(-1, keepdim=True),
     "softmax * sum": lambda L, x, w, r: L.softmax(x, -1) * x.exp().sum(-1, keepdim=True),
+    "all(x*w > r) (bool)": lambda L, x, w, r: (x * w > r).all(-1, keepdim=True),
+    "any(x > r) | all(x) (bool)": lambda L, x, w, r: (x > r).any(-1, keepdim=True) | x.all(-1, keepdim=True),
+    "softmax, rows all -inf to 0": lambda L, x, w, r: L.softmax(x, -1).masked_fill((x > r).all(-1, keepdim=True), 0),
 }
 LABELS = list(CASES)
 

@@ -122,7 +122,7 @@ def test_python_protocol():
     with pytest.raises(TypeError, match="len\\(\\) of a 0-d tensor"):
         len(ts.tensor(1.0))
     with pytest.raises(RuntimeError, match="CPU only"):
-        ts.device("cuda:0")
+        ts.zeros(1, device="cuda:0")  # naming the device is fine (as in PyTorch), using it raises
 
 
 def test_repr_like_pytorch():

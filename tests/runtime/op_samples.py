@@ -3,6 +3,8 @@ arguments take their defaults). Used to check that each op's shape and dtype rul
 kernel returns, so a new op without samples (or with a rule that disagrees) fails the suite."""
 import numpy as np
 
+from tscript_runtime.ops.sampling import UPSAMPLE_OPS, interpolates
+
 F = np.arange(12, dtype=np.float32).reshape(3, 4) / 7 + 0.1
 D = F.astype(np.float64)
 I = np.arange(12, dtype=np.int64).reshape(3, 4)
@@ -86,6 +88,21 @@ SAMPLES = {
     "aten::topk": [(F, 2), (I, 1, 0, False)], "aten::unique": [(I,), (F3, True, True, True, 1)],
     "aten::binary_cross_entropy": [(F / 2, np.linspace(0.05, 0.95, 12, dtype=np.float32).reshape(3, 4)),
                                    (D / 2, D / 3, D[0] / 2, 0), (F3 / 5 + 0.03, F3 / 6 + 0.1, None, 2)],
+    # extra_math.py, extra_movement.py, extra_random.py
+    **{f"aten::{n}": [(np.array([0.5, np.nan, np.inf, -np.inf, -2], np.float32),), (D,), (I32,), (B,)]
+       for n in ("isnan", "isinf", "isfinite", "isposinf", "isneginf")},
+    "aten::nan_to_num": [(np.array([0.5, np.nan, np.inf, -np.inf, -2], np.float32),), (D, 1.0, 2.0, -3.0),
+                         (np.array([np.nan, np.inf, -np.inf]), None, 1e300), (I,)],
+    **{f"aten::{n}": [(F / 2,), (D / 2,), (I32 % 2,)] for n in ("log2", "tan", "asin", "acos", "atan")},
+    "aten::log2": [(F,), (D,), (I + 1,)],
+    "aten::copysign": [(F, -ROW), (I, -1), (B, np.array([-1.0, 0.5, -0.5, 2.0]))],  # no zeros: sign jumps
+    "aten::fmod": [(F * 3 - 1.05, 0.7), (I - 5, 3), (F, ROW + 0.05)],  # away from its jumps
+    "aten::roll": [(F, 1), (F3, (1, -2), (0, 2)), (I, -5, -1), (np.float32(2.5) * np.ones((), np.float32), 3)],
+    "aten::repeat_interleave.Tensor": [(np.array([1, 0, 3]),), (np.array([2, 2], np.int32), 4)],
+    "aten::multinomial": [(ROW, 3), (F, 6, True), (D[:, :2], 1, False)],
+    "aten::searchsorted": [(ROW, F), (np.sort(F, axis=1), F[:, :2] + 0.05, True), (I[0], 2, False, None, "right"),
+                           (F, F[:, ::-1].copy(), False, False, None, np.argsort(F, axis=1))],
+    "aten::bucketize": [(F, ROW), (I, I[0], True, True), (1.5, ROW)],
     # conv / pooling (sin/cos values: distinct, so max pooling has no ties)
     "aten::conv2d": [(np.sin(np.arange(50) * 1.3).astype(np.float32).reshape(1, 2, 5, 5),
                       np.cos(np.arange(24) * 0.7).astype(np.float32).reshape(3, 2, 2, 2), ROW[:3]),
@@ -127,7 +144,77 @@ SAMPLES = {
     "aten::adaptive_avg_pool2d": [(np.sin(np.arange(100) * 1.3).astype(np.float32).reshape(2, 2, 5, 5), 3),
                                   (np.sin(np.arange(100) * 1.3).astype(np.float32).reshape(2, 2, 5, 5), (2, 5)),
                                   (np.sin(np.arange(50) * 1.3).astype(np.float32).reshape(2, 5, 5), 1)],
+    # border padding (negative sizes crop) and its adjoints
+    **{f"aten::{kind}_pad1d": [(F3, (2, 1)), (F, (-1, 3)), (I.reshape(1, 3, 4), (0, 2))]
+       for kind in ("reflection", "replication")},
+    **{f"aten::{kind}_pad2d": [(F3, (1, 2, 2, 0)), (F.reshape(1, 1, 3, 4), (-1, 1, 1, 1)), (I32.reshape(1, 3, 4), (1, 1, 0, 2))]
+       for kind in ("reflection", "replication")},
+    **{f"aten::{kind}_pad3d": [(F3[None], (1, 1, 2, 1, 1, 0)), (F3[None, None], (0, -1, 1, 1, 1, 1))]
+       for kind in ("reflection", "replication")},
+    **{f"aten::{kind}_pad1d_backward": [(np.sin(np.arange(42) * 1.3).reshape(2, 3, 7).astype(np.float32), F3, (2, 1))]
+       for kind in ("reflection", "replication")},
+    **{f"aten::{kind}_pad2d_backward": [(np.sin(np.arange(84) * 1.3).reshape(2, 6, 7).astype(np.float32), F3,
+                                         (1, 2, 2, 1))] for kind in ("reflection", "replication")},
+    **{f"aten::{kind}_pad3d_backward": [(np.sin(np.arange(168) * 1.3).reshape(1, 4, 6, 7).astype(np.float32), F3[None],
+                                         (1, 2, 2, 1, 1, 1))] for kind in ("reflection", "replication")},
+    # Tensor.unfold (overlapping, gapped and whole-dim windows) and its adjoint
+    "aten::unfold": [(F3, 2, 2, 1), (F, 0, 2, 2), (I, -1, 4, 1), (np.float32(1.5) * np.ones((), np.float32), 0, 1, 1)],
+    "aten::unfold_backward": [(np.sin(np.arange(36) * 1.3).reshape(2, 3, 2, 3), (2, 3, 4), 2, 3, 1),
+                              (np.sin(np.arange(16) * 1.3).reshape(2, 4, 2), (2, 9), 1, 2, 2)],
 }
+
+
+
+def _wave(n: int, *shape, step: float = 1.3, dtype=np.float32):
+    """Distinct values (no ties for max pooling) of the given shape."""
+    return np.sin(np.arange(n) * step).astype(dtype).reshape(shape)
+
+
+# conv_nd.py and adaptive_pool.py: 3-D convolution and pooling, 1-D and 3-D transposed convolution
+SAMPLES.update({
+    "aten::conv3d": [(_wave(54, 1, 2, 3, 3, 3), _wave(32, 2, 2, 2, 2, 2, step=0.7), ROW[:2]),
+                     (_wave(96, 1, 2, 4, 4, 3), _wave(8, 4, 1, 2, 1, 1, step=0.7), None, (2, 1, 1), 1, (1, 2, 1), 2),
+                     (_wave(54, 2, 3, 3, 3), _wave(32, 2, 2, 2, 2, 2, step=0.7), None, 1, (1, 0, 0)),
+                     (I.reshape(1, 1, 1, 3, 4), I[:2, :2].reshape(1, 1, 1, 2, 2))],
+    "aten::conv_transpose1d": [(_wave(8, 1, 2, 4), _wave(18, 2, 3, 3, step=0.7), ROW[:3]),
+                               (_wave(12, 2, 2, 3), _wave(4, 2, 1, 2, step=0.7), None, 2, 1, 1, 2),
+                               (_wave(8, 2, 4), _wave(8, 2, 2, 2, step=0.7), None, 1, 0, 1, 1, 2)],
+    "aten::conv_transpose3d": [(_wave(16, 1, 2, 2, 2, 2), _wave(48, 2, 3, 2, 2, 2, step=0.7), ROW[:3]),
+                               (_wave(24, 1, 2, 3, 2, 2), _wave(8, 2, 1, 2, 2, 1, step=0.7), None, (2, 1, 2), 1,
+                                (1, 0, 1), 2),
+                               (_wave(16, 2, 2, 2, 2), _wave(16, 2, 1, 2, 2, 2, step=0.7), None, 1, 0, 1, 1, 2)],
+    "aten::max_pool3d": [(_wave(128, 2, 1, 4, 4, 4), 2), (_wave(125, 1, 5, 5, 5), 3, 2, 1, 1, True),
+                         (_wave(150, 1, 2, 5, 3, 5), (2, 1, 3), (1, 1, 2), (1, 0, 1), (2, 1, 1)),
+                         (I.reshape(1, 1, 3, 4), (1, 2, 2))],
+    "aten::max_pool3d_with_indices": [(_wave(128, 2, 1, 4, 4, 4), 2), (_wave(125, 1, 5, 5, 5), 3, 2, 1, 2, True),
+                                      (I32.reshape(1, 1, 1, 3, 4), (1, 1, 2))],
+    "aten::avg_pool3d": [(_wave(128, 2, 1, 4, 4, 4), 2), (_wave(125, 1, 5, 5, 5), 3, 2, 1, True, False),
+                         (_wave(150, 1, 2, 5, 3, 5), (2, 1, 3), 1, (1, 0, 1), False, True, 5),
+                         (I.reshape(1, 1, 3, 4), (1, 2, 2))],
+    "aten::_avg_pool3d_backward": [(_wave(16, 2, 1, 2, 2, 2), (2, 1, 4, 4, 4), 2, [], 0, False, True, None),
+                                   (_wave(27, 1, 3, 3, 3), (1, 5, 5, 5), 3, 2, 1, True, False, None)],
+    "aten::adaptive_max_pool2d": [(_wave(100, 2, 2, 5, 5), 3), (_wave(60, 1, 2, 5, 6), (2, 4)),
+                                  (_wave(50, 2, 5, 5), 1)],
+    "aten::adaptive_max_pool3d": [(_wave(120, 1, 2, 3, 4, 5), (2, 3, 2)), (_wave(60, 1, 3, 4, 5), 1)],
+    "aten::adaptive_avg_pool3d": [(_wave(120, 1, 2, 3, 4, 5), (2, 3, 2)), (_wave(64, 2, 2, 2, 4, 2), (1, 2, 1)),
+                                  (_wave(60, 1, 3, 4, 5), 1)],
+})
+
+
+def _upsample_samples(name: str, nd: int, kind: str) -> dict:
+    """Calls of one resampling op and of its adjoint: up and down, with and without scale factors."""
+    x = np.sin(np.arange(2 * 3 ** nd) * 1.3).astype(np.float32).reshape((1, 2) + (3,) * nd)
+    align = (lambda flag: (flag,)) if interpolates(kind) else (lambda flag: ())
+    up, down = (5,) + (4,) * (nd - 1), (2,) + (3,) * (nd - 1)
+    forward = [(x, up, *align(False)), (x, down, *align(True)), (x, up, *align(False), *(1.7,) * nd),
+               (x[0, :1].astype(np.float64)[None], (6,) * nd, *align(True), *(2.0,) * nd)]
+    grad = np.cos(np.arange(2 * 5 * 4 ** (nd - 1)) * 0.7).astype(np.float32).reshape((1, 2) + up)
+    backward = [(grad, up, x.shape, *align(False)), (grad, up, x.shape, *align(True), *(1.7,) * nd)]
+    return {f"aten::{name}": forward, f"aten::{name}_backward": backward}
+
+
+for _name, (_nd, _kind) in UPSAMPLE_OPS.items():
+    SAMPLES.update(_upsample_samples(_name, _nd, _kind))
 
 # Ops that return Python values or write into their first argument: no TensorMeta to compare.
 NOT_TENSOR_VALUED = {"aten::size"}

@@ -91,12 +91,6 @@ def one_branch_only(x: Tensor, flag: bool) -> Tensor:
     return z  # error
 
 
-def loop_only_variable(x: Tensor, n: int) -> Tensor:
-    for i in range(n):
-        w = x * i
-    return w  # error
-
-
 def loop_type_change(n: int) -> int:
     v = 0
     for i in range(n):  # error

@@ -28,7 +28,7 @@ from .backward import Backward
 from .branches import saved_outputs
 from .errors import CompileError, unsupported
 from .examples import example_values
-from .live import live_values
+from .live import live_values, output_reach
 from .memory import recomputable
 
 __all__ = ["CompileError", "Differentiated", "differentiate"]
@@ -42,6 +42,7 @@ class Differentiated:
     outputs: list[Value]      #: the forward's tensor outputs (tuples flattened), one gradient input each
     saved: list[Value]        #: forward values returned for the backward (after the graph's outputs)
     reached: list[bool]       #: per wrt value: do the outputs depend on it? (else its gradient is zeros)
+    reaches: list[frozenset[int]]  #: per output: the indices of the wrt values it depends on
 
 
 def differentiate(graph: Graph, wrt: list[Value], example_inputs: list, recompute: bool = True) -> Differentiated:
@@ -53,6 +54,7 @@ def differentiate(graph: Graph, wrt: list[Value], example_inputs: list, recomput
     env = example_values(forward, example_inputs)
     live = live_values(forward, wrt, env)
     outputs = flat_outputs(forward)
+    reaches = output_reach(forward, outputs, wrt, live)
     bw = _record(forward, env, live, outputs, wrt, frozenset())
     if recompute:
         chosen = recomputable(forward, bw.saved, env)
@@ -63,7 +65,7 @@ def differentiate(graph: Graph, wrt: list[Value], example_inputs: list, recomput
     for v in saved:
         forward.add_output(v)
     inline_calls(forward)  # traced autograd.Function calls: the forward runs their forward's ops
-    return Differentiated(forward, bw.graph, outputs, saved, [v in bw.grads for v in wrt])
+    return Differentiated(forward, bw.graph, outputs, saved, [v in bw.grads for v in wrt], reaches)
 
 
 def _record(forward: Graph, env: dict, live: set, outputs: list, wrt: list, recompute: frozenset) -> Backward:

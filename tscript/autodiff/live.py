@@ -70,6 +70,36 @@ def differentiable_outputs(node: Node, env: dict) -> list[Value]:
     return outputs
 
 
+def output_reach(graph: Graph, outputs: list[Value], wrt: list[Value], live: set) -> list[frozenset[int]]:
+    """Per output: the indices of the `wrt` values it depends on through differentiable ops. A
+    gradient for that output alone reaches only those (eager autograd leaves the others' `.grad` None)."""
+    deps = {v: 1 << i for i, v in enumerate(wrt)}  # value -> bit set of the wrt values it depends on
+    _deps_block(graph.block, deps, live)
+    return [frozenset(i for i in range(len(wrt)) if deps.get(v, 0) >> i & 1) for v in outputs]
+
+
+def _deps_block(block: Block, deps: dict, live: set) -> None:
+    for node in block.nodes:
+        for b in node.blocks:
+            _deps_block(b, deps, live)
+        if node.kind == "prim::If":
+            for i, out in enumerate(node.outputs):
+                mask = 0
+                for b in node.blocks:
+                    mask |= deps.get(b.returns[i], 0)
+                if mask and out in live:
+                    deps[out] = mask
+            continue
+        mask = 0
+        for v in node.inputs:
+            if v in live:
+                mask |= deps.get(v, 0)
+        if mask:
+            for out in node.outputs:
+                if out in live:
+                    deps[out] = mask
+
+
 def carries_grad(v: Value, env: dict) -> bool:
     """A floating-point tensor (or a container that may hold one)."""
     t = v.type

@@ -659,3 +659,6 @@ def _linear(grad, input, weight, bias):
 
 
 from . import derivatives_conv, derivatives_nn  # noqa: E402,F401  (rows of further op families)
+from . import derivatives_extra  # noqa: E402,F401
+from . import derivatives_padding, derivatives_windows  # noqa: E402,F401
+from . import derivatives_conv_nd, derivatives_sampling  # noqa: E402,F401

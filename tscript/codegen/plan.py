@@ -6,7 +6,7 @@ nothing here builds LLVM IR.
 from __future__ import annotations
 
 from tscript_runtime.errors import ModelError
-from tscript_runtime.graph_entry import ALIASES, STEP_KINDS, STRIDED_VIEWS
+from tscript_runtime.entry_steps import ALIASES, STEP_KINDS, STRIDED_VIEWS
 from tscript_runtime.native_plan import FORMAT, MAX_WHY, SMALL_M, VERSION, NativePlan
 from tscript_runtime.typed_graph import typed_graph
 

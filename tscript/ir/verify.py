@@ -423,6 +423,7 @@ PRIMS: dict[str, Prim] = {
     "prim::Uninitialized": Prim(NO, ONE),
     "prim::unchecked_cast": Prim(ONE, ONE),
     "prim::dtype": Prim(ONE, ONE),
+    "prim::requires_grad": Prim(ONE, ONE),
     "prim::CallMethod": Prim((1, None), ANY_N, {"name": str}),
     "prim::CallFunction": Prim(ANY_N, ANY_N),
     "prim::PythonOp": Prim(ANY_N, ANY_N, {"name": str}),

@@ -35,6 +35,7 @@ class CompiledModel:
         self._tree = [_attr_tree(module)] if module is not None else []
         self._checked: set = set()  # input signatures _check accepted
         self._inputs = [v for v in graph.inputs if not str(v.type).startswith("__module__")]
+        self.binder = None  #: a scripted original's parameter names and defaults (binding.py), if any
 
     @property
     def plan(self) -> dict | None:
@@ -74,7 +75,9 @@ class CompiledModel:
             if t.shape is not None:
                 _check_shape(i, v.name, t.shape, a._data.shape)
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        if self.binder is not None and (kwargs or len(args) != len(self._inputs)):
+            args = self.binder.bind(args, kwargs)
         try:
             signature = tuple([(a._data.shape, a._data.dtype) for a in args])
         except AttributeError:  # not all tensors
@@ -120,6 +123,7 @@ class CompiledTrainingModel(CompiledModel):
         self.n_saved = len(d.saved)
         self.n_outputs = len(d.outputs)   # gradient inputs of the backward (tensor outputs, flattened)
         self.reached = d.reached          # per parameter / float input: do the outputs depend on it?
+        self.reaches = d.reaches          # per output: the parameters / float inputs it depends on
         self._inputs = self._inputs[:len(self._inputs) - len(lifted)]
         self._differentiated = d
         self._variants: dict = {}
@@ -127,8 +131,10 @@ class CompiledTrainingModel(CompiledModel):
         self.backward_graph, self.backward_executable = full.graph, full.executable
         self._inference = None
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
         from ..autograd.grad_mode import state as grad_state
+        if self.binder is not None and (kwargs or len(args) != len(self._inputs)):
+            args = self.binder.bind(args, kwargs)
         self._check(args)
         params = [p for _, p, _ in self.lifted]
         wrt = params + [args[i] for i in self.float_inputs]
@@ -215,7 +221,7 @@ class _CompiledBackward(Node):
     def __init__(self, model: CompiledTrainingModel, saved: list, wrt: list, metas: list):
         super().__init__([edge(t) for t in wrt], len(metas))
         self.model, self.saved, self.metas = model, saved, metas
-        self.mask = tuple(t._requires_grad and r for t, r in zip(wrt, model.reached))
+        self.required = tuple(t._requires_grad and r for t, r in zip(wrt, model.reached))
 
     def name(self) -> str:
         return "CompiledBackward"
@@ -227,11 +233,23 @@ class _CompiledBackward(Node):
         if grad_enabled() and any(g is not None and g._requires_grad for g in grads):
             raise RuntimeError("the backward of a compiled model is not differentiable (create_graph=True "
                                "through tscript.jit.compile(..., backward=True) is not supported)")
-        variant = self.model._variant(self.mask)
+        mask = self._mask(grads)
+        if not any(mask):
+            return [None] * len(mask)
+        variant = self.model._variant(mask)
         arrays = [None if not read else g._data if g is not None else np.zeros(*meta)
                   for g, meta, read in zip(grads, self.metas, variant.reads)]
         results = iter(to_tensors(variant.executable.run(arrays + list(self.saved))))
-        return [next(results) if m else None for m in self.mask]  # (unreached: None, as eager)
+        return [next(results) if m else None for m in mask]
+
+    def _mask(self, grads: list) -> tuple:
+        """Which gradients to compute: those required that an output with a gradient depends on (as
+        in eager autograd, the others stay None, e.g. the parameters of a head the loss does not use)."""
+        reached = set()
+        for g, wrt in zip(grads, self.model.reaches):
+            if g is not None:
+                reached |= wrt
+        return tuple(r and i in reached for i, r in enumerate(self.required))
 
     def release(self) -> None:
         self.saved = None

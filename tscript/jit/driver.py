@@ -19,6 +19,7 @@ from ..ir.passes.inline import inline_calls
 from ..ir.passes.pipeline import PIPELINE, run_stages
 from ..ir.passes.shape_propagation import mark_dynamic
 from ..ir.types import TensorType, tensor_type
+from .binding import binder_of
 from .compiled import CompiledModel, CompiledTrainingModel
 from .stages import optimize_for_codegen
 from .tracing import trace
@@ -30,12 +31,22 @@ def compile(obj, example_inputs=None, backward: bool = False, dynamic: dict | No
         if example_inputs is None:
             raise ValueError("compile() needs example_inputs to trace a function or module")
         obj = trace(obj, example_inputs, check_trace=False)
+    if example_inputs is not None and hasattr(obj, "prepare"):  # a scripted forward typed by its first call
+        obj.prepare(example_inputs if isinstance(example_inputs, tuple) else (example_inputs,))
+    binder = binder_of(obj)
+    if binder is not None and example_inputs is not None:  # a scripted forward's defaults complete the examples
+        example_inputs = binder.bind(example_inputs if isinstance(example_inputs, tuple) else (example_inputs,), {})
     module = obj._module if isinstance(obj, ScriptModule) else None
     if backward:
         compiled = _compile_training(obj, module, example_inputs, dynamic)
     else:
-        compiled = CompiledModel(optimize_for_codegen(obj.inlined_graph.copy(), dynamic), module, dynamic)
+        graph = obj.inlined_graph.copy()
+        if dynamic and example_inputs is not None:  # scripted graphs: symbolic dims need the examples' shapes
+            args = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
+            _type_inputs(graph.inputs[1 if module is not None else 0:], args)
+        compiled = CompiledModel(optimize_for_codegen(graph, dynamic), module, dynamic)
     compiled.example_shapes = _shapes(example_inputs)
+    compiled.binder = binder
     return compiled
 
 

@@ -37,6 +37,7 @@ from ..ir.passes.dce import eliminate_dead_code
 from ..ir.graph_json import graph_from_json, graph_to_json
 from ..ir.types import DictType, ListType, ModuleType, ScalarType, TensorType, TupleType, Type
 from ..frontend.modules import ScriptFunction, ScriptModule
+from .binding import Binder, binder_of, is_plain, with_binder
 from .compiled import CompiledModel, CompiledTrainingModel
 
 BATCH = "batch"
@@ -66,27 +67,12 @@ def save(obj, f, dynamic: dict | None = None) -> None:
     signature = _signature(graph, module is not None, dynamic, params)
     members, param_entries = _param_members(params)
     entry = _entry("forward", graph, signature, module is not None, members)
-    entry["defaults"] = _defaults(fn)
+    entry["defaults"] = _plain_defaults(obj)
     payload = _payload(module, fn.name, param_entries, entry)
     for name, g in exported.items():  # scripted `@tscript.jit.export` methods: more entry points
         payload["entry_points"][name] = _entry(name, g, _signature(g, True, None, params, name), True, members)
-        payload["entry_points"][name]["defaults"] = _defaults(obj.exported_methods[name])
+        payload["entry_points"][name]["defaults"] = _plain_defaults(obj.exported_methods[name])
     write_archive(f, FORMAT, VERSION, payload, members)
-
-
-def _defaults(fn) -> dict:
-    """The default values of a scripted function's arguments that are plain constants (saved, so a
-    loaded function is called as the original was; others must then be given)."""
-    signature = getattr(fn, "_signature", None)
-    if signature is None:
-        return {}
-    return {p.name: p.default for p in signature.parameters.values()
-            if p.default is not p.empty and _plain(p.default)}
-
-
-def _plain(value) -> bool:
-    return value is None or type(value) in (bool, int, float, str) and value == value and value not in (
-        float("inf"), float("-inf"))
 
 
 def _entry_graph(fn: ScriptFunction) -> Graph:
@@ -124,6 +110,7 @@ def _save_compiled(compiled: CompiledModel, f, dynamic) -> None:
     signature = _compiled_signature("forward", graph, module is not None, compiled.example_shapes)
     members, param_entries = _param_members(params)
     entry = _entry("forward", graph, signature, module is not None, members)
+    entry["defaults"] = compiled.binder.plain_defaults() if compiled.binder is not None else {}
     # a training forward is saved reading its parameters again (not taking them as inputs): its own plan
     _add_plan(entry, "forward", plan_native(graph) if training else compiled.executable.plan.to_json(),
               compiled.dynamic, members)
@@ -457,67 +444,29 @@ def load(f):
             module = _rebuild_module(saved)
         except (KeyError, TypeError, ValueError) as e:  # names or flags the module API refuses
             raise ModelError(f"{saved.source}: cannot rebuild the module tree ({e})") from None
+    binder = Binder(name, [n for n, _ in entry.signature.inputs], _saved_defaults(saved, manifest))
     if entry.plan is not None:
         dynamic = {i: dims for i, dims in entry.dynamic} or None
         try:
-            return CompiledModel(graph, module, dynamic, "forward" if module is not None else name, entry.plan)
+            compiled = CompiledModel(graph, module, dynamic, "forward" if module is not None else name, entry.plan)
         except ModelError as e:  # the plan checked against the graph: name the file as the runtime does
             raise ModelError(f"{saved.source}: entry point 'forward': {e}") from None
-    binder = _Binder(name, [n for n, _ in entry.signature.inputs], _saved_defaults(saved, manifest))
-    if module is not None:
-        loaded = LoadedScriptModule(module, graph)
-        loaded.__dict__["_binder"] = binder
-        return loaded
-    return LoadedScriptFunction(graph, name, binder)
+        compiled.binder = binder
+        return compiled
+    return with_binder(ScriptModule(module, graph) if module is not None else ScriptFunction(graph, name), binder)
+
+
+def _plain_defaults(obj) -> dict:
+    """The argument defaults of a scripted entry point that a manifest holds."""
+    binder = binder_of(obj)
+    return binder.plain_defaults() if binder is not None else {}
 
 
 def _saved_defaults(saved, manifest) -> dict:
     defaults = manifest["entry_points"]["forward"].get("defaults", {})
-    if not isinstance(defaults, dict) or not all(_plain(v) for v in defaults.values()):
+    if not isinstance(defaults, dict) or not all(is_plain(v) for v in defaults.values()):
         raise ModelError(f"{saved.source}: entry point 'forward': malformed argument defaults")
     return defaults
-
-
-class _Binder:
-    """How a loaded entry point takes Python arguments: by position or by input name, with the
-    saved defaults of the original function filling the rest."""
-
-    def __init__(self, name: str, names: list, defaults: dict):
-        self.name, self.names, self.defaults = name, names, defaults
-
-    def bind(self, args: tuple, kwargs: dict) -> tuple:
-        if len(args) > len(self.names):
-            raise TypeError(f"{self.name}() takes {len(self.names)} arguments but {len(args)} were given")
-        bound = dict(zip(self.names, args))
-        for key, value in kwargs.items():
-            if key not in self.names or key in bound:
-                raise TypeError(f"{self.name}() got an unexpected or repeated argument '{key}'")
-            bound[key] = value
-        missing = [n for n in self.names if n not in bound and n not in self.defaults]
-        if missing:
-            raise TypeError(f"{self.name}() missing required argument '{missing[0]}'")
-        return tuple(bound[n] if n in bound else self.defaults[n] for n in self.names)
-
-
-class LoadedScriptFunction(ScriptFunction):
-    """A ScriptFunction read from a saved model: keyword arguments and saved defaults work."""
-
-    def __init__(self, graph: Graph, name: str, binder: _Binder):
-        super().__init__(graph, name)
-        self._binder = binder
-
-    def __call__(self, *args, **kwargs):
-        return self._run(self._binder.bind(args, kwargs))
-
-
-class LoadedScriptModule(ScriptModule):
-    """A ScriptModule read from a saved model: keyword arguments and saved defaults of forward work."""
-
-    def forward(self, *args, **kwargs):
-        return self._forward._run(self._binder.bind(args, kwargs), self._module)
-
-    def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
 
 
 def _rebuild_module(saved):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..frontend.modules import ScriptFunction, ScriptModule
+from .binding import binder_of, with_binder
 
 
 def freeze(mod, preserved_attrs=None, optimize_numerics: bool = True) -> ScriptModule:
@@ -16,7 +17,7 @@ def freeze(mod, preserved_attrs=None, optimize_numerics: bool = True) -> ScriptM
         raise RuntimeError("Freezing is currently only implemented for modules in eval mode. Please call "
                            ".eval() on your module before freezing.")
     graph = freeze_graph(mod.graph.copy(), mod._module)
-    return ScriptModule(mod._module, graph, mod._method_graphs)
+    return with_binder(ScriptModule(mod._module, graph, mod._method_graphs), binder_of(mod))
 
 
 def optimize(obj, level: int = 2):
@@ -54,6 +55,7 @@ def _level(level) -> int:
 
 
 def _with_graph(obj, graph):
+    """A new object running `graph`, called as `obj` is (binding.py)."""
     if isinstance(obj, ScriptModule):
-        return ScriptModule(obj._module, graph, obj._method_graphs)
-    return ScriptFunction(graph, obj.name)
+        return with_binder(ScriptModule(obj._module, graph, obj._method_graphs), binder_of(obj))
+    return with_binder(ScriptFunction(graph, obj.name), binder_of(obj))

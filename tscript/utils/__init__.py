@@ -1,4 +1,5 @@
-"""tscript.utils: data loading (`tscript.utils.data`), as `torch.utils`."""
-from . import data
+"""tscript.utils: data loading (`tscript.utils.data`), activation checkpointing (`checkpoint`) and DLPack
+interchange (`dlpack`), as `torch.utils`."""
+from . import checkpoint, data, dlpack
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data", "dlpack"]

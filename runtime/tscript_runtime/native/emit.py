@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from ..graph_entry import KernelStep
+from ..entry_steps import KernelStep
 from ..kernels import FusedKernel
 from ..native_plan import NativePlan
 from .cache import cache_key, cached_object

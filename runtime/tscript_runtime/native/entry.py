@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from ..graph_entry import (AVG_POOLS, AVG_SLOTS, CONV_SLOTS, CONVS, CONVT_SLOTS, GATHER_SLOTS, GEMM_SLOTS,
-                           MAX_BATCH_RANK, NO_TRANS, REDUCE_SLOTS, TRANS, CatStep, EntryLayout, GatherStep, GemmStep,
+from ..entry_layout import EntryLayout
+from ..entry_steps import (AVG_POOLS, AVG_SLOTS, CONV_SLOTS, CONVS, CONVT_SLOTS, GATHER_SLOTS, GEMM_SLOTS,
+                           MAX_BATCH_RANK, NO_TRANS, REDUCE_SLOTS, TRANS, CatStep, GatherStep, GemmStep,
                            KernelStep, ReduceStep, ScatterStep, WindowStep)
 from . import library
 from .library.loops import carried, counted

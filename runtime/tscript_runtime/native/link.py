@@ -25,6 +25,8 @@ MODEL_IMPORTS = frozenset({
     "expf", "exp", "logf", "log", "tanhf", "tanh", "erff", "erf", "sqrtf", "sqrt", "powf", "pow", "sinf", "sin",
     "cosf", "cos", "floorf", "floor", "ceilf", "ceil", "roundf", "round", "roundevenf", "roundeven", "truncf",
     "trunc", "ldexpf", "ldexp", "fmaxf", "fmax", "fminf", "fmin", "memcpy", "memset", "memmove",
+    "log2f", "log2", "tanf", "tan", "asinf", "asin", "acosf", "acos", "atanf", "atan", "fmodf", "fmod",
+    "log1pf", "log1p", "expm1f", "expm1",
 }) | frozenset(BLAS_SYMBOLS) | LIBRARY_FUNCTIONS
 
 

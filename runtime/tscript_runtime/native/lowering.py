@@ -8,6 +8,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import dtypes as dt
+from ..ops.extra_math import nan_bounds
 from .mathlib import DIV, FAST, float_function
 
 LLVM_TYPES = {dt.float32: ir.FloatType(), dt.float64: ir.DoubleType(), dt.int64: ir.IntType(64),
@@ -162,6 +163,13 @@ def _logical(name):
     return lower
 
 
+def _bitwise(name):
+    def lower(e, args, cdt, node):  # bools or integers, already in the compute dtype
+        x, y = args
+        return {"and": e.b.and_, "or": e.b.or_, "xor": e.b.xor}[name](x, y)
+    return lower
+
+
 def _to(e, args, cdt, node):
     return args[0]  # the conversion to the output dtype happens after every op (a copy: the value itself)
 
@@ -206,6 +214,34 @@ def _pow_fn(e, cdt):
     return e.b.module.globals.get(name) or ir.Function(e.b.module, ir.FunctionType(t, [t, t]), name)
 
 
+def _classifier(test, on_integers: bool):
+    """isnan & co.: `test(emitter, x, inf)` on floats (an i1); integers are all finite."""
+    def lower(e: Emitter, args, cdt, node):
+        if not dt.is_float(cdt):
+            return e.const(on_integers, dt.bool_)
+        return test(e, args[0], e.const(float("inf"), cdt))
+    return lower
+
+
+CLASSIFIERS = {
+    "isnan": (lambda e, x, inf: e.b.fcmp_unordered("uno", x, x), False),
+    "isinf": (lambda e, x, inf: e.b.fcmp_ordered("==", e.intrinsic("llvm.fabs", x), inf), False),
+    "isfinite": (lambda e, x, inf: e.b.fcmp_ordered("<", e.intrinsic("llvm.fabs", x), inf), True),
+    "isposinf": (lambda e, x, inf: e.b.fcmp_ordered("==", x, inf), False),
+    "isneginf": (lambda e, x, inf: e.b.fcmp_ordered("==", x, e.b.fneg(inf)), False),
+}
+
+
+def _nan_to_num(e: Emitter, args, cdt, node):
+    x = args[0]
+    defaults = nan_bounds(cdt)
+    nan, posinf, neginf = (a if a is not None else e.const(d, cdt) for a, d in zip(args[1:], defaults))
+    inf = e.const(float("inf"), cdt)
+    x = e.select(e.b.fcmp_unordered("uno", x, x), nan, x)
+    x = e.select(e.b.fcmp_ordered("==", x, inf), posinf, x)
+    return e.select(e.b.fcmp_ordered("==", x, e.b.fneg(inf)), neginf, x)
+
+
 # op name -> fn(emitter, values, compute dtype, node) building the op's scalar result
 LOWERINGS = {
     "aten::add": _binary("add"), "aten::sub": _binary("sub"), "aten::mul": _binary("mul"), "aten::div": _div,
@@ -214,12 +250,17 @@ LOWERINGS = {
     "aten::exp": _float_fn("exp"), "aten::log": _float_fn("log"), "aten::tanh": _float_fn("tanh"),
     "aten::sigmoid": _float_fn("sigmoid"), "aten::erf": _float_fn("erf"), "aten::sqrt": _sqrt,
     "aten::rsqrt": _rsqrt, "aten::reciprocal": _reciprocal, "aten::sin": _float_fn("sin"),
-    "aten::cos": _float_fn("cos"),
+    "aten::cos": _float_fn("cos"), "aten::log1p": _float_fn("log1p"), "aten::expm1": _float_fn("expm1"),
     "aten::floor": _intrinsic_fn("llvm.floor"), "aten::ceil": _intrinsic_fn("llvm.ceil"),
     "aten::trunc": _intrinsic_fn("llvm.trunc"), "aten::round": _intrinsic_fn("llvm.roundeven"),
     "aten::where": _where, "aten::clamp": _clamp,
     "aten::eq": _compare("eq"), "aten::ne": _compare("ne"), "aten::lt": _compare("lt"), "aten::le": _compare("le"),
     "aten::gt": _compare("gt"), "aten::ge": _compare("ge"),
     "aten::logical_and": _logical("and"), "aten::logical_or": _logical("or"), "aten::logical_xor": _logical("xor"),
+    "aten::bitwise_and": _bitwise("and"), "aten::bitwise_or": _bitwise("or"), "aten::bitwise_xor": _bitwise("xor"),
     "aten::to": _to, "aten::pow": _pow, "aten::masked_fill": _masked_fill, "aten::contiguous": _to, "aten::clone": _to,
+    **{f"aten::{n}": _classifier(*row) for n, row in CLASSIFIERS.items()}, "aten::nan_to_num": _nan_to_num,
+    **{f"aten::{n}": _float_fn(n) for n in ("log2", "tan", "asin", "acos", "atan")},
+    "aten::copysign": lambda e, args, cdt, node: e.intrinsic("llvm.copysign", *args),
+    "aten::fmod": lambda e, args, cdt, node: e.b.frem(*args),  # LLVM's frem is C's fmod
 }

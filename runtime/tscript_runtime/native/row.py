@@ -20,7 +20,8 @@ from .pointwise import _dtype_of, _lower_node, prologue
 REDUCE_FLAGS = ("reassoc", "contract", "nsz", "arcp", "afn")
 # row-reduction op (ops/facts.py) -> (identity, combine name); mean divides the sum by the row length afterwards
 REDUCTIONS = {"aten::sum": (0.0, "add"), "aten::mean": (0.0, "add"), "aten::amax": (float("-inf"), "max"),
-              "aten::amin": (float("inf"), "min"), "aten::var": (0.0, "add")}
+              "aten::amin": (float("inf"), "min"), "aten::var": (0.0, "add"), "aten::all": (True, "and"),
+              "aten::any": (False, "or")}
 
 
 def is_row_scalar(v, rank: int) -> bool:
@@ -136,6 +137,8 @@ class _Row:
                 x = b.fmul(d, d, flags=REDUCE_FLAGS)
             if combine == "add":
                 return b.fadd(acc, x, flags=REDUCE_FLAGS) if dt.is_float(dtype) else b.add(acc, x)
+            if combine in ("and", "or"):  # all / any of bools
+                return b.and_(acc, x) if combine == "and" else b.or_(acc, x)
             return _extremum(b, combine, acc, x)
         return loop(self.b, self.fn, n, step, name, init)
 

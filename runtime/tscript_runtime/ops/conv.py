@@ -283,7 +283,7 @@ class _Conv:
     out: tuple
 
 
-_DIMS = {1: ("2D", "3D"), 2: ("3D", "4D")}
+_DIMS = {1: ("2D", "3D"), 2: ("3D", "4D"), 3: ("4D", "5D")}
 
 
 def _check_conv_input(op: str, nd: int, input, weight) -> None:

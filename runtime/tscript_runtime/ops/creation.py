@@ -11,10 +11,10 @@ from .rules import same_dtype, same_shape
 
 
 def check_size(size, op: str) -> tuple:
-    """A size argument as a tuple of non-negative ints."""
+    """A size argument as a tuple of non-negative ints (or symbolic sizes, when compiling)."""
     size = tuple(size) if isinstance(size, (list, tuple)) else (size,)
     for s in size:
-        if s < 0:
+        if not isinstance(s, str) and s < 0:
             raise OpRuntimeError(f"{op}: Trying to create tensor with negative dimension {s}: {fmt_shape(size)}")
     return size
 

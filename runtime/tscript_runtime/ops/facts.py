@@ -64,7 +64,7 @@ FACTS = {
     "aten::exp": _pw(1, "float"), "aten::log": _pw(1, "float"), "aten::tanh": _pw(1, "float"),
     "aten::sigmoid": _pw(1, "float"), "aten::erf": _pw(1, "float"), "aten::sqrt": _pw(1, "float"),
     "aten::rsqrt": _pw(1, "float"), "aten::reciprocal": _pw(1, "float"), "aten::sin": _pw(1, "float"),
-    "aten::cos": _pw(1, "float"),
+    "aten::cos": _pw(1, "float"), "aten::log1p": _pw(1, "float"), "aten::expm1": _pw(1, "float"),
     "aten::floor": _pw(1, "promote"), "aten::ceil": _pw(1, "promote"), "aten::trunc": _pw(1, "promote"),
     "aten::round": _pw(1, "promote"),
     "aten::where": _pw(3, "where", condition=0), "aten::clamp": _pw(3, "promote"),
@@ -74,11 +74,18 @@ FACTS = {
     "aten::eq": _pw(2, "promote"), "aten::ne": _pw(2, "promote"), "aten::lt": _pw(2, "promote"),
     "aten::le": _pw(2, "promote"), "aten::gt": _pw(2, "promote"), "aten::ge": _pw(2, "promote"),
     "aten::logical_and": _pw(2, "promote"), "aten::logical_or": _pw(2, "promote"),
+    **{f"aten::bitwise_{n}": _pw(2, "promote", lambda c, cdt: dt.is_integral(cdt, include_bool=True))
+       for n in ("and", "or", "xor")},
     "aten::logical_xor": _pw(2, "promote"),
     "aten::to": _pw(1, "self", lambda c, cdt: not c[2]),
     "aten::pow": _pw(2, "promote", _pow_when),
+    # extra_math.py: classifiers (bool results), nan_to_num (floats only: its bounds are the dtype's)
+    **{f"aten::{n}": _pw(1, "self") for n in ("isnan", "isinf", "isfinite", "isposinf", "isneginf")},
+    "aten::nan_to_num": _pw(4, "self", lambda c, cdt: dt.is_float(cdt)),
+    **{f"aten::{n}": _pw(1, "float") for n in ("log2", "tan", "asin", "acos", "atan")},
+    "aten::copysign": _pw(2, "float"), "aten::fmod": _pw(2, "promote", lambda c, cdt: dt.is_float(cdt)),
     **{name: OpFacts(row_reduction=True) for name in ("aten::sum", "aten::mean", "aten::amax", "aten::amin",
-                                                      "aten::var")},
+                                                      "aten::var", "aten::all", "aten::any")},
 }
 
 

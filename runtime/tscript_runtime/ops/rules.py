@@ -124,12 +124,14 @@ def check_same_numel(op: str, shape, new_shape) -> None:
 def infer_size(op: str, shape, size) -> tuple:
     """Resolve a single -1 in a view/reshape size against the element count of `shape`."""
     size = tuple(size)
-    total = numel(shape)
     if size.count(-1) > 1:
         raise OpRuntimeError(f"{op}: only one dimension can be inferred")
     for s in size:
-        if not isinstance(s, int) or s < -1:
+        if not isinstance(s, (int, str)) or isinstance(s, int) and s < -1:
             raise OpRuntimeError(f"{op}: invalid shape dimension {s}")
+    if any(isinstance(s, str) for s in tuple(shape) + size):
+        return _infer_symbolic(op, tuple(shape), size)
+    total = numel(shape)
     if -1 in size:
         known = numel(s for s in size if s != -1)
         if known == 0 or total % known:
@@ -137,3 +139,21 @@ def infer_size(op: str, shape, size) -> tuple:
         size = tuple(total // known if s == -1 else s for s in size)
     check_same_numel(op, shape, size)
     return size
+
+
+def _infer_symbolic(op: str, shape: tuple, size: tuple) -> tuple:
+    """infer_size with symbolic sizes: the symbols both sides share cancel; a -1 is resolved when what
+    remains is one symbol or an exact quotient of ints (else the rule cannot tell, and says so)."""
+    left, right = [s for s in shape if isinstance(s, str)], [s for s in size if isinstance(s, str)]
+    for s in list(left):
+        if s in right:
+            left.remove(s)
+            right.remove(s)
+    have = numel(s for s in shape if isinstance(s, int))
+    want = numel(s for s in size if isinstance(s, int) and s != -1)
+    if -1 not in size:
+        return size
+    if right or len(left) > 1 or want == 0 or have % want or left and have != want:
+        raise OpRuntimeError(f"{op}: cannot infer the size -1 of {fmt_shape(size)} from {fmt_shape(shape)}")
+    inferred = left[0] if left else have // want
+    return tuple(inferred if s == -1 else s for s in size)

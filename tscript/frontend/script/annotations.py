@@ -8,7 +8,7 @@ import typing
 
 import numpy as np
 
-from ...ir.types import (ANY, BOOL, DTYPE, FLOAT, INT, NONE, STR, TENSOR, DictType, ListType, ModuleType,
+from ...ir.types import (ANY, BOOL, DEVICE, DTYPE, FLOAT, INT, NONE, STR, TENSOR, DictType, ListType, ModuleType,
                          OptionalType, ScalarType, TensorType, TupleType, Type, type_of_value)
 from . import syntax as S
 
@@ -56,9 +56,13 @@ UNKNOWN = object()
 
 def python_type(obj) -> Type:
     """The IR type of a Python annotation object (a class, or typing's `List[int]`...)."""
+    from ..._device import device
+    from ..._dtype import dtype
     from ..._tensor import Tensor
     if isinstance(obj, type) and issubclass(obj, Tensor):
         return TENSOR
+    if obj is device or obj is dtype:
+        return DEVICE if obj is device else DTYPE
     if obj in _SCALARS:
         return _SCALARS[obj]
     if obj in (list, tuple, dict):
@@ -74,8 +78,23 @@ def python_type(obj) -> Type:
     from ...nn.modules.module import Module
     if isinstance(obj, type) and issubclass(obj, Module):
         return ModuleType(obj.__name__)
+    if isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields"):
+        return _named_tuple_type(obj)
     raise AnnotationError(f"unknown type annotation {getattr(obj, '__name__', obj)!r} (supported: Tensor, int, "
                           f"float, bool, str, List, Tuple, Dict, Optional)")
+
+
+def _named_tuple_type(cls) -> TupleType:
+    """A typing.NamedTuple class: the tuple of its fields' types."""
+    try:
+        hints = typing.get_type_hints(cls)
+    except (NameError, TypeError) as e:
+        raise AnnotationError(f"the fields of {cls.__name__} name unknown types: {e}") from None
+    missing = [f for f in cls._fields if f not in hints]
+    if missing:
+        raise AnnotationError(f"the fields of {cls.__name__} need type annotations (typing.NamedTuple): "
+                              f"{', '.join(missing)}")
+    return TupleType(tuple(python_type(hints[f]) for f in cls._fields))
 
 
 def _generic_kind(obj) -> str:
@@ -114,8 +133,11 @@ def _union(args: list) -> Type:
 
 def type_of_constant(x) -> Type:
     """The IR type of a Python constant in scripted code."""
+    from ..._device import device
     if isinstance(x, np.dtype):
         return DTYPE
+    if isinstance(x, device):
+        return DEVICE
     if isinstance(x, tuple):
         return TupleType(tuple(type_of_constant(v) for v in x))
     return type_of_value(x)

@@ -20,17 +20,22 @@ from tscript_runtime.ops import OPS, OpDef
 from ..._tensor import Tensor
 from ...ir.graph import Graph
 from ...ir.passes.dce import eliminate_dead_code
-from ...ir.types import ANY, TENSOR, ModuleType, OptionalType, tensor_type
+from ...ir.passes.effects import has_side_effects
+from ...ir.types import ANY, TENSOR, OptionalType, tensor_type
 from . import syntax as S
 from .annotations import AnnotationError, python_type, type_of_constant, widen
 from .builtins import (MATH, NOT_CONSTANT, SPECIALS, BuiltinSugar, ClassSugar, ExceptionClassSugar, HandlerSugar,
                        OpSugar, OpTableSugar, PyModuleSugar, class_type, constant_value, dispatch_call, family,
-                       is_python_module, math_sugar)
+                       is_named_tuple, is_python_module, math_sugar)
 from .emitter import FunctionEmitter
+from .errors import CompileError
 from .library import SHIMS
-from .parser import parse_function, parse_text, refuse_generator
+from .methods import static_shape
+from .parser import parse_function, parse_lambda, parse_text, refuse_generator
 from .source import get_source, scope_of
-from .values import ConstValue, SimpleValue, Sugared, TupleSugar, Unrolled
+from .module_values import (MethodSugar, ModuleClassSugar, ModuleSugar, RecordSugar, SuperSugar, attr_hint,
+                            closes_over_modules, is_container, is_record, module_class, module_type, path_to)
+from .values import ConstValue, NamedTupleSugar, SimpleValue, Sugared, TupleSugar
 
 _constant_names = itertools.count()
 
@@ -38,45 +43,85 @@ _constant_names = itertools.count()
 class Compiler:
     """One `tscript.jit.script` call: the graphs compiled so far and what they need at run time."""
 
-    def __init__(self):
+    def __init__(self, fallback_scope: dict | None = None):
+        self.fallback_scope = fallback_scope or {}  # names of the frame that called script(), looked up last
         self.graphs: dict = {}             # specialization key -> (Graph, owner objects kept alive)
         self.active: set = set()           # keys being compiled (a second visit is recursion)
+        self.failed: dict = {}             # key -> the CompileError compiling it raised
         self.python_functions: dict = {}   # name -> Python callable run by prim::PythonOp (@ignore)
         self.methods: dict = {}            # id(module) -> {method name: Graph} (first specialization)
+        self.constant_results: dict = {}   # id(Graph) -> ConstValue it always returns (a folded result)
+        self.named_results: dict = {}      # id(Graph) -> the NamedTuple class of its result
 
     # -- compiling ----------------------------------------------------------------------------------------
-    def specialize(self, fn, module, args: list | None, kwargs: dict | None, pos=None, caller=None):
+    def specialize(self, fn, module, args: list | None, kwargs: dict | None, pos=None, caller=None,
+                   arg_types: list | None = None):
         """The graph of `fn` (a method of `module` if given) for this call, and the argument values
         the call passes (its graph inputs after `self`). Without a call (`args` None) unannotated
-        parameters are Tensors (or the type of their default)."""
+        parameters are Tensors (or the type of their default), or of `arg_types` (one type or None
+        per parameter: the values an entry point was called with). Library code whose Python-level
+        logic reads the sizes of a tensor (a parameter's, fixed when compiling) and does not
+        compile without them is specialized on those sizes too."""
+        try:
+            return self._specialize(fn, module, args, kwargs, pos, caller, exact=False, arg_types=arg_types)
+        except CompileError as e:
+            if args is None or not _is_library(SHIMS.get(fn, fn)) or \
+                    not any(static_shape(a) is not None for a in list(args) + list((kwargs or {}).values())):
+                raise
+            try:
+                return self._specialize(fn, module, args, kwargs, pos, caller, exact=True)
+            except CompileError:
+                raise e from None
+
+    def _specialize(self, fn, module, args, kwargs, pos, caller, exact: bool, arg_types=None):
         target = SHIMS.get(fn, fn)
         source = get_source(target)
         refuse_generator(target, source)
-        fdef = parse_function(source)
+        fdef = parse_lambda(source, target) if target.__name__ == "<lambda>" else parse_function(source)
         graph = Graph()
         library = _is_library(target)
-        em = FunctionEmitter(self, source, fdef, scope_of(target), graph, None, library)
-        params = _parameters(em, fdef, module is not None)
+        em = FunctionEmitter(self, source, fdef, self.scope(target, fdef), graph, None, library)
+        takes_self = module is not None and _takes_self(target, module)
+        params = _parameters(em, fdef, takes_self)
         values = _bind_call(em, target, params, args, kwargs, pos, caller)
-        specs = [_spec(em, p, v, library, caller, pos) for p, v in zip(params, values)]
+        given = list(arg_types or []) + [None] * len(params)
+        specs = [_spec(em, p, v, library, caller, pos, exact, g) for p, v, g in zip(params, values, given)]
         key = (id(target), id(module), tuple(s[:2] for s in specs))
         if key in self.graphs:
             return self.graphs[key][0], [v for s, v in zip(specs, values) if s[0] == "in"]
+        if key in self.failed:
+            raise self.failed[key]
         if key in self.active:
             raise (caller or em).error(f"recursive call of '{target.__qualname__}' is not supported in scripted code",
                                        pos)
         self.active.add(key)
         try:
-            self._emit(em, graph, fdef, module, params, specs)
+            self._emit(em, graph, fdef, module, params, specs, takes_self)
+        except CompileError as e:
+            self.failed[key] = e
+            raise
         finally:
             self.active.discard(key)
         self.graphs[key] = (graph, (target, module))
         return graph, [v for s, v in zip(specs, values) if s[0] == "in"]
 
-    def _emit(self, em, graph: Graph, fdef, module, params: list, specs: list) -> None:
+    def scope(self, fn, fdef: S.FunctionDef) -> dict:
+        """What names mean in `fn`, as TorchScript resolves them: its closure cells, its globals,
+        the builtins; then the names its evaluated annotations captured (a class defined inside a
+        function that annotates with a local `Tensor = lib.Tensor`), then the caller's frame."""
+        scope = scope_of(fn)
+        for name, obj in _annotation_captures(fn, fdef):
+            scope.setdefault(name, obj)
+        for name, obj in self.fallback_scope.items():
+            scope.setdefault(name, obj)
+        return scope
+
+    def _emit(self, em, graph: Graph, fdef, module, params: list, specs: list, takes_self: bool) -> None:
         bindings = {}
         if module is not None:
-            bindings[fdef.params[0].name] = ModuleSugar(self, module, graph.add_input(_module_type(module), "self"), ())
+            em.self_module = ModuleSugar(self, module, graph.add_input(module_type(module), "self"), ())
+            if takes_self:
+                bindings[fdef.params[0].name] = em.self_module
         for p, spec in zip(params, specs):
             kind, what, _ = spec
             bindings[p.name] = SimpleValue(graph.add_input(what, p.name)) if kind == "in" else spec[2]
@@ -85,6 +130,11 @@ class Compiler:
         try:
             em.emit(bindings)
             eliminate_dead_code(graph)
+            if isinstance(em.result, ConstValue):
+                self.constant_results[id(graph)] = em.result
+            named = em.result.cls if isinstance(em.result, NamedTupleSugar) else _named_return(em, fdef)
+            if named is not None:
+                self.named_results[id(graph)] = named
         except RecursionError:  # statements, lambdas, calls and the passes over nested blocks recurse
             raise em.error(f"too deeply nested to compile: Python's recursion limit (sys.getrecursionlimit() = "
                            f"{sys.getrecursionlimit()}) was reached") from None
@@ -92,18 +142,33 @@ class Compiler:
     def call_function(self, em, fn, args: list, kwargs: dict, pos) -> Sugared:
         """A call of a Python function: prim::CallFunction of its compiled graph."""
         graph, inputs = self.specialize(fn, None, args, kwargs, pos, em)
-        values = [v.as_value(em, pos) for v in inputs]
-        node = em.insert("prim::CallFunction", values, [graph.outputs[0].type], {"name": _qualname(fn)})
-        node.callee = graph
-        return SimpleValue(node.output)
+        return self._call(em, graph, "prim::CallFunction", [v.as_value(em, pos) for v in inputs], _qualname(fn))
 
-    def call_method(self, em, owner: "ModuleSugar", name: str, fn, args: list, kwargs: dict, pos) -> Sugared:
-        """A call of a module's method: prim::CallMethod on the module value."""
+    def call_method(self, em, owner: "ModuleSugar", name: str, fn, args: list, kwargs: dict, pos,
+                    public: bool = True) -> Sugared:
+        """A call of a module's method: prim::CallMethod on the module value. A `public` method can
+        then be called on the scripted module (not a property getter, nor a base class's method
+        reached by super())."""
         graph, inputs = self.specialize(fn, owner.module, args, kwargs, pos, em)
-        self.methods.setdefault(id(owner.module), {}).setdefault(name, graph)
+        if public:
+            self.methods.setdefault(id(owner.module), {}).setdefault(name, graph)
         values = [owner.as_value(em, pos)] + [v.as_value(em, pos) for v in inputs]
-        node = em.insert("prim::CallMethod", values, [graph.outputs[0].type], {"name": name})
+        return self._call(em, graph, "prim::CallMethod", values, name)
+
+    def _call(self, em, graph: Graph, kind: str, values: list, name: str) -> Sugared:
+        """The call node of a compiled graph; a result known at compile time stays a constant
+        (`self._directions`, a helper returning a mode string), and a call that can do nothing
+        else is left out."""
+        const = self.constant_results.get(id(graph))
+        if const is not None and not any(has_side_effects(n) for n in graph.nodes):
+            return const
+        node = em.insert(kind, values, [graph.outputs[0].type], {"name": name})
         node.callee = graph
+        if const is not None:
+            return const
+        named = self.named_results.get(id(graph))
+        if named is not None:
+            return NamedTupleSugar(named, SimpleValue(node.output).unpack(em, len(named._fields), em.pos))
         return SimpleValue(node.output)
 
     # -- what Python objects mean ----------------------------------------------------------------------------
@@ -122,11 +187,27 @@ class Compiler:
             return TupleSugar(items)
         if isinstance(obj, Tensor):
             return self._tensor_constant(em, obj)
-        if isinstance(obj, type) or typing.get_origin(obj) is not None:
+        if isinstance(obj, module_class()):
+            return self._submodule(obj, pos, name, em)
+        if isinstance(obj, type) or typing.get_origin(obj) is not None or getattr(obj, "__module__", None) == "typing":
             return self._class(obj, pos, name, em)
+        if is_record(obj) and not isinstance(obj, OpDef):
+            return RecordSugar(self, obj, name)
         if is_python_module(obj):
             return PyModuleSugar(obj)
         return self._callable(obj, pos, name, em)
+
+    def _submodule(self, obj, pos, name: str, em) -> Sugared:
+        """A module reached by name (a closure cell, a global): the submodule of the module being
+        compiled that it is, read through %self."""
+        owner = getattr(em, "self_module", None)
+        path = path_to(owner.module, obj) if owner is not None else None
+        if path is None:
+            raise em.error(f"'{name}' is a module that is not part of the scripted module; reach modules through "
+                           f"self in scripted code", pos)
+        for part in path:
+            owner = owner.child(part)
+        return owner
 
     def _class(self, obj, pos, name: str, em) -> Sugared:
         if isinstance(obj, type) and issubclass(obj, BaseException):
@@ -134,9 +215,7 @@ class Compiler:
         t = class_type(obj)
         if t is None and _hashable(obj) and obj in SPECIALS:
             return HandlerSugar(name, SPECIALS[obj])
-        if t is None:
-            raise em.error(f"the class '{name}' cannot be used in scripted code", pos)
-        return ClassSugar(obj, t)
+        return ClassSugar(obj, t)  # (a class without an IR type: only isinstance() can use it)
 
     def _callable(self, obj, pos, name: str, em) -> Sugared:
         from ..._dispatch import dispatch
@@ -199,35 +278,53 @@ class Compiler:
                     return ConstValue(None)
                 t_type = tensor_type(t._data.dtype, t._data.shape)
                 node = em.insert("prim::GetAttr", [owner.as_value(em, pos)], [t_type], {"name": name})
-                node.output.rename(_attr_hint(name))
+                node.output.rename(attr_hint(name))
                 return SimpleValue(node.output)
         if name in m._modules:
             child = m._modules[name]
             return ConstValue(None) if child is None else owner.child(name)
         if name == "training":
             return ConstValue(m.training)
-        if _is_container(m) and name in ("items", "values", "keys"):
-            return HandlerSugar(name, lambda em, args, kwargs, pos: owner.container_view(name))
+        if is_container(m) and name in ("items", "values", "keys"):
+            return HandlerSugar(name, lambda em, args, kwargs, pos: owner.container_view(em, name, pos))
         return self._class_attribute(em, owner, name, pos)
 
     def _class_attribute(self, em, owner: "ModuleSugar", name: str, pos) -> Sugared:
         m = owner.module
         static = inspect.getattr_static(type(m), name, None)
-        if isinstance(static, staticmethod):
-            return self.resolve(static.__func__, pos, name, em)
-        if isinstance(static, pytypes.FunctionType):
-            if getattr(static, "_tscript_ignore", False):
-                return IgnoredSugar(self, getattr(m, name))
-            if getattr(static, "_tscript_unused", False):
-                return UnusedSugar(static)
-            return MethodSugar(owner, name, static)
-        if isinstance(static, property):
-            raise em.error(f"properties of modules are not supported in scripted code ('{name}')", pos)
+        if isinstance(static, (staticmethod, pytypes.FunctionType, property)):
+            return self.class_member(em, owner, static, name, pos)
         if name in m.__dict__:
-            return self.resolve(m.__dict__[name], pos, f"self.{name}", em)
+            value = m.__dict__[name]
+            if isinstance(value, pytypes.FunctionType) and closes_over_modules(value):
+                return MethodSugar(owner, name, value, public=False)  # its submodules are read through %self
+            return self.resolve(value, pos, f"self.{name}", em)
         if static is not None:
             return self.resolve(static, pos, f"self.{name}", em)
         raise em.error(f"module '{type(m).__name__}' has no attribute '{name}'", pos)
+
+    def class_member(self, em, owner: "ModuleSugar", static, name: str, pos) -> Sugared:
+        """A method, static method or property found on the class of `owner` (or a base class, for
+        super(); `name` then says which)."""
+        if isinstance(static, staticmethod):
+            return self.resolve(static.__func__, pos, name, em)
+        public = "." not in name
+        if isinstance(static, pytypes.FunctionType):
+            if getattr(static, "_tscript_ignore", False):
+                return IgnoredSugar(self, static.__get__(owner.module))
+            if getattr(static, "_tscript_unused", False):
+                return UnusedSugar(static)
+            return MethodSugar(owner, name, static, public)
+        if isinstance(static, property):  # compiled as a method (its result is often a constant)
+            return MethodSugar(owner, name, static.fget, False).call(em, [], {}, pos)
+        return self.resolve(static, pos, name, em)
+
+    def super_of(self, em, obj: Sugared, cls, pos) -> Sugared:
+        """`super()` in a method of a module."""
+        if not isinstance(obj, ModuleSugar) or not isinstance(cls, type) or \
+                cls not in type(obj.module).__mro__:
+            raise em.error("super() is only supported in the methods of modules in scripted code", pos)
+        return SuperSugar(obj, cls)
 
     def peek_attribute(self, s, name: str):
         """The submodule `s.name`, without emitting anything (None if it is not one)."""
@@ -238,7 +335,7 @@ class Compiler:
     @staticmethod
     def is_module_container(s) -> bool:
         """Is `s` a ModuleList / Sequential / ModuleDict?"""
-        return isinstance(s, ModuleSugar) and _is_container(s.module)
+        return isinstance(s, ModuleSugar) and is_container(s.module)
 
     @staticmethod
     def has_attribute(s: Sugared, name: str) -> bool:
@@ -249,93 +346,6 @@ class Compiler:
 
 
 # -- sugared values that need the compiler -----------------------------------------------------------------------
-class ModuleSugar(Sugared):
-    """A module: `root` is the graph's %self (the module `base`), `path` the submodule names from
-    it (a GetAttr chain, emitted where the module is used)."""
-
-    def __init__(self, compiler: Compiler, module, root, path: tuple, base=None):
-        self.compiler, self.module, self.root, self.path = compiler, module, root, path
-        self.base = module if base is None else base
-
-    @property
-    def describe(self) -> str:
-        return f"the module '{type(self.module).__name__}'"
-
-    def child(self, name: str) -> "ModuleSugar":
-        """The submodule `name`."""
-        return ModuleSugar(self.compiler, self.module._modules[name], self.root, self.path + (name,), self.base)
-
-    def as_value(self, em, pos):
-        value, module = self.root, self.base
-        for name in self.path:
-            module = module._modules[name]
-            node = em.insert("prim::GetAttr", [value], [_module_type(module)], {"name": name})
-            node.output.rename(_attr_hint(name))
-            value = node.output
-        return value
-
-    def attr(self, em, name, pos):
-        return self.compiler.module_attribute(em, self, name, pos)
-
-    def call(self, em, args, kwargs, pos):
-        if isinstance(self.module, _containers()[1:]):
-            raise em.error(f"{self.describe} is not callable; iterate over it or index it", pos)
-        return self.compiler.call_method(em, self, "forward", type(self.module).forward, args, kwargs, pos)
-
-    def getitem(self, em, index, pos):
-        if not _is_container(self.module):
-            return super().getitem(em, index, pos)
-        keys = list(self.module._modules)
-        if isinstance(index, ConstValue) and isinstance(index.value, str) and index.value in keys:
-            return self.child(index.value)
-        if isinstance(index, ConstValue) and type(index.value) is int and -len(keys) <= index.value < len(keys):
-            return self.child(keys[index.value])
-        if isinstance(index, ConstValue) and isinstance(index.value, (int, str)):
-            raise em.error(f"index {index.value!r} is out of range for {self.describe} of {len(keys)} modules", pos)
-        raise em.error(f"{self.describe} can only be indexed by a constant, or by the variable of a loop over "
-                       f"range(len(...)) or enumerate(...) (which is then unrolled)", pos)
-
-    def iterate(self, em, pos):
-        if isinstance(self.module, _containers()[2]):
-            return Unrolled([ConstValue(k) for k in self.module._modules])
-        if _is_container(self.module):
-            return Unrolled([self.child(k) for k in self.module._modules])
-        return super().iterate(em, pos)
-
-    def length(self, em, pos):
-        if _is_container(self.module):
-            return ConstValue(len(self.module._modules))
-        return super().length(em, pos)
-
-    def container_view(self, what: str) -> Sugared:
-        """`keys()`, `values()` or `items()` of a module container, as tuples."""
-        keys = list(self.module._modules)
-        if what == "keys":
-            return ConstValue(tuple(keys))
-        if what == "values":
-            return TupleSugar([self.child(k) for k in keys])
-        return TupleSugar([TupleSugar([ConstValue(k), self.child(k)]) for k in keys])
-
-
-class ModuleClassSugar(Sugared):
-    """A module's class (`type(self)`): its static methods and class constants."""
-
-    def __init__(self, compiler: Compiler, cls):
-        self.compiler, self.cls = compiler, cls
-
-    @property
-    def describe(self) -> str:
-        return f"the class '{self.cls.__name__}'"
-
-    def attr(self, em, name, pos):
-        static = inspect.getattr_static(self.cls, name, None)
-        if isinstance(static, staticmethod):
-            return self.compiler.resolve(static.__func__, pos, name, em)
-        if static is None or isinstance(static, (pytypes.FunctionType, property, classmethod)):
-            raise em.error(f"{self.describe} has no static attribute '{name}' usable in scripted code", pos)
-        return self.compiler.resolve(static, pos, name, em)
-
-
 class ConstDictSugar(Sugared):
     """A Python dict with constant keys (a module-level table), read with constant keys."""
 
@@ -358,20 +368,6 @@ class ConstDictSugar(Sugared):
         if not isinstance(item, ConstValue):
             raise em.error(f"'in' {self.describe} needs a constant key in scripted code", pos)
         return ConstValue(item.value in self.table)
-
-
-class MethodSugar(Sugared):
-    """A method of a module, compiled when called (prim::CallMethod)."""
-
-    def __init__(self, owner: ModuleSugar, name: str, fn):
-        self.owner, self.name, self.fn = owner, name, fn
-
-    @property
-    def describe(self) -> str:
-        return f"the method '{self.name}'"
-
-    def call(self, em, args, kwargs, pos):
-        return self.owner.compiler.call_method(em, self.owner, self.name, self.fn, args, kwargs, pos)
 
 
 class FunctionSugar(Sugared):
@@ -451,6 +447,12 @@ class UnusedSugar(Sugared):
 
 
 # -- parameters and call binding --------------------------------------------------------------------------------
+def _takes_self(fn, module) -> bool:
+    """A method takes the module first; a function stored in a module attribute (`self.f = lambda
+    x: ...`) does not, though it is compiled with the module (its closure may hold submodules)."""
+    return not any(v is fn for v in vars(module).values())
+
+
 def _parameters(em, fdef: S.FunctionDef, is_method: bool) -> list:
     params = fdef.params[1:] if is_method else fdef.params
     if is_method and not fdef.params:
@@ -498,9 +500,13 @@ def _defaults(fn) -> dict:
     return {name: p.default for name, p in sig.parameters.items() if p.default is not inspect.Parameter.empty}
 
 
-def _spec(em, p: S.Param, value, library: bool, caller, pos) -> tuple:
+def _spec(em, p: S.Param, value, library: bool, caller, pos, exact: bool = False, given=None) -> tuple:
     """How a parameter enters the graph: ("in", type, None) as an input, or ("const", key, value)
-    baked in (constants of library calls, functions passed as arguments)."""
+    baked in (constants of library calls, functions passed as arguments). An `exact` input keeps
+    the sizes of a tensor whose sizes are fixed when compiling; without a call, an unannotated
+    parameter takes the `given` type (the type of what an entry point was called with)."""
+    if exact and value is not None and static_shape(value) is not None:
+        return "in", value.type, None
     declared = em.annotation(p.annotation) if p.annotation is not None else ANY
     if declared != ANY:
         if value is None:
@@ -510,8 +516,7 @@ def _spec(em, p: S.Param, value, library: bool, caller, pos) -> tuple:
             return "const", _const_key(value), value
         return "in", declared, None
     if value is None:  # no call site: Tensor, or the type of the default
-        default = _defaults_of_param(em, p)
-        return "in", default, None
+        return "in", given if given is not None and given != ANY else _defaults_of_param(em, p), None
     if isinstance(value, ModuleSugar):
         raise (caller or em).error(f"modules cannot be passed as arguments in scripted code ('{p.name}')", pos)
     if value.type is None or library and isinstance(value, ConstValue):  # functions, lambdas, constants
@@ -538,6 +543,41 @@ def _is_library(fn) -> bool:
     return getattr(fn, "__module__", "").startswith("tscript.")
 
 
+def _annotation_captures(fn, fdef: S.FunctionDef):
+    """(name, object) for the names in the function's annotations that Python evaluated when the
+    function was defined (annotations are evaluated where the `def` runs, so a name they use
+    need not be a global or a closure cell of the function)."""
+    hints = getattr(inspect.unwrap(fn), "__annotations__", None) or {}
+    annotated = [(p.name, p.annotation) for p in fdef.params] + [("return", fdef.returns)]
+    for key, expr in annotated:
+        obj = hints.get(key)
+        if expr is None or obj is None or isinstance(obj, str):
+            continue
+        leaves = _typing_leaves(obj)
+        for e in S.walk_exprs(expr):
+            if isinstance(e, S.Name):
+                match = [o for o in leaves if getattr(o, "__name__", None) == e.id]
+                if match:
+                    yield e.id, match[0]
+
+
+def _typing_leaves(obj) -> list:
+    """`obj` and, for a typing form like Optional[Tuple[Tensor, int]], every type inside it."""
+    out = [obj]
+    for arg in typing.get_args(obj):
+        out += _typing_leaves(arg)
+    return out
+
+
+def _named_return(em, fdef: S.FunctionDef):
+    """The NamedTuple class the function's return annotation names (None if it names another type)."""
+    expr = fdef.returns
+    if isinstance(expr, S.Const) and isinstance(expr.value, str) and expr.value.isidentifier():
+        expr = S.Name(expr.pos, expr.value)
+    cls = em.scope_lookup(expr.id) if isinstance(expr, S.Name) else None
+    return cls if is_named_tuple(cls) else None
+
+
 def _declared_return(fn):
     try:
         ann = inspect.signature(fn).return_annotation
@@ -555,29 +595,12 @@ def _qualname(fn) -> str:
     return f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', getattr(fn, '__name__', 'fn'))}"
 
 
-def _module_type(module) -> ModuleType:
-    return ModuleType(type(module).__name__)
-
-
-def _attr_hint(name: str) -> str:
-    return f"_{name}" if name[:1].isdigit() else name
-
-
 def _hashable(obj) -> bool:
     try:
         hash(obj)
     except TypeError:
         return False
     return True
-
-
-def _containers() -> tuple:
-    from ...nn.modules.container import ModuleDict, ModuleList, Sequential
-    return Sequential, ModuleList, ModuleDict
-
-
-def _is_container(module) -> bool:
-    return isinstance(module, _containers())
 
 
 _FUNCTION_OPS: dict = {}
@@ -592,4 +615,3 @@ def _function_ops() -> dict:
             if callable(obj) and not isinstance(obj, type) and family(name):
                 _FUNCTION_OPS[id(obj)] = (obj, name)
     return _FUNCTION_OPS
-

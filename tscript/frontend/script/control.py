@@ -4,15 +4,13 @@ variables as outputs, conditions with the narrowing of Optional variables they i
 time), comprehensions, and the exits (environment.py) that leave blocks early."""
 from __future__ import annotations
 
-from tscript_runtime.ops import OPS
-
 from ...ir.graph import Value
-from ...ir.types import ANY, BOOL, FLOAT, INT, NONE, STR, TENSOR, DictType, ListType, OptionalType, TensorType, Type
+from ...ir.types import ANY, BOOL, INT, NONE, STR, TENSOR, DictType, ListType, OptionalType, TupleType, Type
 from . import syntax as S
 from .annotations import subtype, type_name, unify, widen
 from .builtins import INT_MAX, RangeSugar
-from .environment import BROKE, CONTINUED, EXITS, FALSE, RAISED, RET, RETURNED, TRUE, Env
-from .values import ConstValue, Loop, SimpleValue, Sugared, TupleSugar, Undefined, Unrolled, is_none
+from .environment import BOUND, BROKE, CONTINUED, EXITS, FALSE, RAISED, RET, RETURNED, TRUE, Env
+from .values import ConstValue, Loop, MaybeUnbound, SimpleValue, Sugared, TupleSugar, Undefined, Unrolled, is_none
 
 
 class ControlFlow:
@@ -105,14 +103,18 @@ class ControlFlow:
         for e in envs:
             v = values[id(e)]
             with self.in_env(e):  # a branch that never gets here (or returned another type) yields a placeholder
-                flows = v is not None and not e.dead and subtype(v.type, out_type)
+                live_here = v is not None and not e.dead
+                if live_here and isinstance(out_type, ListType) and isinstance(v.type, TupleType):
+                    e.block.add_return(self._as_list(v, out_type, pos))  # (see sequence_join)
+                    continue
+                flows = live_here and subtype(v.type, out_type)
                 e.block.add_return(v.as_value(self, pos) if flows else self.uninitialized(out_type))
         parent.set(name, SimpleValue(out))
 
     def _join_type(self, name: str, present: list, pos) -> Type:
         t = present[0][1].type
         for e, v in present[1:]:
-            joined = unify(t, v.type)
+            joined = unify(t, v.type) or sequence_join(t, v.type)
             if joined is None:
                 returned = [e2 for e2, v2 in present if e2.returned]
                 if returned and name != RET:  # a branch that returned never uses its values again
@@ -190,25 +192,6 @@ class ControlFlow:
             return ConstValue(not cond.value)
         return SimpleValue(self.insert("aten::__not__", [cond.value], [BOOL]).output)
 
-    def to_bool(self, s: Sugared, pos) -> Sugared:
-        """A condition: constants fold; tensors read their one element (aten::Bool.Tensor)."""
-        if isinstance(s, ConstValue):
-            return ConstValue(bool(s.value))
-        if isinstance(s, TupleSugar):
-            return ConstValue(bool(s.items))
-        t = s.type
-        if t == BOOL:
-            return s
-        if isinstance(t, TensorType):
-            return self.call_ops([OPS["aten::Bool.Tensor"]], [s], {}, pos, "bool")
-        if t in (INT, FLOAT):
-            return self.call_ops([OPS["aten::Bool"]], [s], {}, pos, "bool")
-        if isinstance(t, (ListType, DictType)) or t == STR:
-            n = self.length(s, pos)
-            return self.compare("!=", n, ConstValue(0), pos)
-        what = type_name(t) if t is not None else s.describe
-        raise self.error(f"cannot use a value of type '{what}' as a condition", pos)
-
     def lower_bool_op(self, e: S.BoolOp):
         """`a and b and c` (or `or`) as `(a and b) and c`, like TorchScript: each operand runs only
         when needed (a prim::If), with the refinements of the operands before it visible."""
@@ -251,6 +234,9 @@ class ControlFlow:
                 type(results[0].value) is type(results[1].value):
             return results[0]
         t = unify(results[0].type or ANY, results[1].type or ANY)
+        as_list = t is None and sequence_join(results[0].type, results[1].type)
+        if as_list:
+            t = as_list
         if t is None or results[0].type is None or results[1].type is None:
             a, b = (type_name(r.type) if r.type is not None else r.describe for r in results)
             raise self.error(f"the two branches of the conditional expression have different types: '{a}' and '{b}'",
@@ -258,8 +244,15 @@ class ControlFlow:
         out = node.add_output(t)
         for env, r in zip(envs, results):
             with self.in_env(env):
-                env.block.add_return(r.as_value(self, pos))
+                env.block.add_return(self._as_list(r, t, pos) if as_list else r.as_value(self, pos))
         return SimpleValue(out)
+
+    def _as_list(self, s: Sugared, t: ListType, pos) -> Value:
+        """A tuple (or list) as a value of the list type `t` (see sequence_join)."""
+        if isinstance(s.type, ListType):
+            return s.as_value(self, pos)
+        items = [i.as_value(self, pos) for i in s.unpack(self, len(s.type.elems), pos)]
+        return self.insert("prim::ListConstruct", items, [t]).output
 
     # -- loops --------------------------------------------------------------------------------------------------
     def stmt_while(self, s: S.While, rest):
@@ -268,7 +261,8 @@ class ControlFlow:
         cond, _, _ = self.condition(s.test)
         if isinstance(cond, ConstValue) and not cond.value:
             return
-        self.emit_loop(ConstValue(INT_MAX), cond, s.body, lambda i: None, s.pos, while_test=s.test)
+        self.emit_loop(ConstValue(INT_MAX), cond, s.body, lambda i: None, s.pos, while_test=s.test,
+                       used_after=_names_used(rest))
 
     def stmt_for(self, s: S.For, rest):
         if s.orelse:
@@ -283,7 +277,7 @@ class ControlFlow:
         else:
             self.emit_loop(iteration.trip, TRUE, s.body,
                            lambda i: self.assign(s.target, iteration.item(self, i), s.pos), s.pos,
-                           targets=frozenset(S.target_names(s.target, set())))
+                           targets=frozenset(S.target_names(s.target, set())), used_after=_names_used(rest))
 
     def _indexes_modules(self, s: S.For) -> bool:
         """Does the body index a module container with the loop variable (`self.layers[i]`)? Then
@@ -343,11 +337,15 @@ class ControlFlow:
         return cond
 
     def emit_loop(self, trip: Sugared, cond: Sugared, body: list, bind, pos, while_test=None,
-                  targets: frozenset = frozenset()) -> None:
-        """A prim::Loop. Variables the body assigns that exist before the loop are loop-carried;
-        their types are found by compiling the body (again, if a type had to be widened)."""
+                  targets: frozenset = frozenset(), used_after: set = frozenset()) -> None:
+        """A prim::Loop. Variables the body assigns that exist before the loop are loop-carried, and
+        so are those it defines that the rest of the block uses (as in Python, they keep the value of
+        the last iteration; before the first one they hold nothing); their types are found by
+        compiling the body (again, if a type had to be widened)."""
         assigned = (S.assigned_names(body) | targets)
-        carried = [n for n in sorted(assigned) if self._carried(n, pos)]
+        escaping = [n for n in sorted(assigned & set(used_after)) if self.env.lookup(n) is None]
+        carried = [n for n in sorted(assigned) if self._carried(n, pos) or n in escaping]
+        carried += [BOUND + n for n in escaping]  # whether an iteration assigned it
         if S.contains(body, (S.Return,)):
             carried += [RETURNED, RET]
         types = {n: self._initial_type(n) for n in carried}
@@ -355,6 +353,8 @@ class ControlFlow:
             retry = self._try_loop(trip, cond, body, bind, pos, while_test, carried, types)
             if not retry:
                 break
+        for n in escaping:  # read after the loop: Python raises if no iteration assigned it
+            self.env.set(n, MaybeUnbound(self.env.lookup(n), self.env.lookup(BOUND + n), node_line(self, pos)))
         for n in sorted(assigned - set(carried)):
             if self.env.lookup(n) is None:
                 self.env.set(n, Undefined(f"'{n}' is defined only inside the loop at line "
@@ -371,9 +371,10 @@ class ControlFlow:
     def _initial_type(self, name: str) -> Type:
         if name == RET:
             return self.return_type or ANY
-        if name == RETURNED:
+        if name == RETURNED or name.startswith(BOUND):
             return BOOL
-        return widen(self.env.lookup(name).type)
+        before = self.env.lookup(name)
+        return ANY if before is None else widen(before.type)  # (defined in the loop: learnt from its body)
 
     def _try_loop(self, trip, cond, body, bind, pos, while_test, carried: list, types: dict) -> bool:
         """Emit the loop with the carried `types`; True (and nothing emitted) if a type must widen."""
@@ -402,6 +403,8 @@ class ControlFlow:
         return False
 
     def _loop_init(self, name: str, t: Type, pos) -> Value:
+        if name.startswith(BOUND):
+            return self.const(False)
         v = self.env.flag(name) if name in EXITS else self.env.lookup(name)
         if v is None or name == RET and t == ANY:
             return self.uninitialized(t)
@@ -453,11 +456,15 @@ class ControlFlow:
         if len(e.generators) != 1:
             raise self.error("comprehensions with several 'for' clauses are not supported", e.pos)
         target, it, conds = e.generators[0]
-        kind_list = e.kind == "list"
+        iteration = self.iteration((yield it), it.pos)
+        if e.kind == "generator" and isinstance(iteration, Unrolled):
+            items = yield self._unrolled_generator(e, target, conds, iteration.items)
+            if items is not None:
+                return TupleSugar(items)
+        kind_list = e.kind != "dict"
         out = self.insert("prim::ListConstruct" if kind_list else "prim::DictConstruct", [],
                           [ListType(ANY) if kind_list else DictType(ANY, ANY)]).output
         adds = []
-        iteration = self.iteration((yield it), it.pos)
         scope = Env(self.env, self.env.block)
         with self.in_env(scope):
             if isinstance(iteration, Unrolled):
@@ -468,6 +475,25 @@ class ControlFlow:
                 yield self._comprehension_loop(iteration, target, self._comprehension_body(out, e, conds, adds), e.pos)
         self._set_container_type(out, adds, e.pos)
         return SimpleValue(out)
+
+    def _unrolled_generator(self, e: S.Comprehension, target, conds: list, items: list):
+        """A generator expression over items known at compile time (a tuple, a module list) whose
+        conditions fold: its items, kept apart like a tuple's (None when a condition is only known
+        at run time: it is then a list)."""
+        out = []
+        with self.in_env(Env(self.env, self.env.block)):
+            for item in items:
+                self.assign(target, item, e.pos)
+                keep = TRUE
+                for cond in conds:
+                    keep, _, _ = yield self.lower_condition(cond)
+                    if not isinstance(keep, ConstValue):
+                        return None
+                    if not keep.value:
+                        break
+                if keep.value:
+                    out.append((yield e.elt))
+        return out
 
     def _comprehension_body(self, out: Value, e: S.Comprehension, conds: list, adds: list):
         """One iteration: the item added to `out` (if the conditions hold); its type goes to `adds`."""
@@ -494,7 +520,7 @@ class ControlFlow:
             block.add_return(self.const(True))
 
     def _comprehension_add(self, out: Value, e: S.Comprehension):
-        if e.kind == "list":
+        if e.kind != "dict":
             item = (yield e.elt).as_value(self, e.elt.pos)
             self.insert("aten::append.t", [out, item], [out.type])
             return item.type
@@ -526,6 +552,11 @@ class ControlFlow:
             return self.run(self.lower_comprehension(comprehension)).as_value(self, pos)
 
 
+def _names_used(stmts: list) -> set:
+    """The names the statements read (or write)."""
+    return {e.id for s in stmts for e in S.walk_exprs(s) if isinstance(e, S.Name)}
+
+
 def given(value):
     """A lowering generator whose result is `value`, known already."""
     return value
@@ -550,3 +581,21 @@ def _name_compared_to_none(test: S.Compare):
     if isinstance(right, S.Name) and isinstance(left, S.Const) and left.value is None:
         return right
     return None
+
+
+def sequence_join(a, b) -> ListType | None:
+    """Tuples of different lengths (`hx or ()`, `x if c else (y, z)`) whose items all have one type
+    join as a list of it, as a tuple of run-time length is a list elsewhere (None if they do not)."""
+    elems = []
+    for t in (a, b):
+        if not isinstance(t, (TupleType, ListType)):
+            return None
+        elems += list(t.elems) if isinstance(t, TupleType) else [t.elem]
+    if not elems:
+        return None
+    joined = elems[0]
+    for e in elems[1:]:
+        joined = unify(joined, e)
+        if joined is None:
+            return None
+    return ListType(widen(joined))

@@ -14,19 +14,22 @@ from types import GeneratorType
 
 from tscript_runtime.ops import OPS
 
+from ..._device import device
 from ...ir.graph import Graph, Value
-from ...ir.types import (BOOL, FLOAT, INT, NONE, STR, TENSOR, DictType, ListType, OptionalType, TensorType,
+from ...ir.types import (BOOL, DEVICE, FLOAT, INT, NONE, STR, TENSOR, DictType, ListType, OptionalType, TensorType,
                          TupleType, Type)
 from . import syntax as S
 from .annotations import UNKNOWN, AnnotationError, resolve_annotation, subtype, type_name, unify
 from .builtins import ClassSugar, ExceptionClassSugar, ExceptionSugar, family, isinstance_of
 from .control import ControlFlow, given
-from .environment import BROKE, CONTINUED, FALSE, RAISED, RET, RETURNED, TRUE, Env
+from .environment import BOUND, BROKE, CONTINUED, FALSE, RAISED, RET, RETURNED, TRUE, Env
 from .errors import CompileError
 from .indexing import SliceSugar, setitem
 from .limits import check_fold, check_format, checked
 from .matching import match_call
-from .values import ConstValue, EmptyList, SimpleValue, Sugared, TupleSugar, Undefined, Unrolled, is_none
+from .truthiness import Truthiness
+from .values import (ConstValue, EmptyList, MaybeUnbound, SimpleValue, Sugared, TupleSugar, Undefined, Unrolled,
+                     is_none)
 
 _TENSOR_BINARY = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floor_divide", "%": "remainder",
                   "**": "pow", "@": "matmul", "&": "bitwise_and", "|": "bitwise_or", "^": "bitwise_xor"}
@@ -42,7 +45,7 @@ _FOLD = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a *
          "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
 
 
-class FunctionEmitter(ControlFlow):
+class FunctionEmitter(ControlFlow, Truthiness):
     """Emits the body of one function into `graph` (whose inputs the compiler has created)."""
 
     def __init__(self, compiler, source, fdef: S.FunctionDef, scope: dict, graph: Graph, return_type: Type | None,
@@ -65,6 +68,7 @@ class FunctionEmitter(ControlFlow):
         end = (self.fdef.body[-1].pos if self.fdef.body else self.fdef.pos)
         self.emit_block(_without_docstring(self.fdef.body) + [S.Return(end, None)])  # falling off the end
         result = self.env.lookup(RET)
+        self.result = result
         if result is None:
             value = self.uninitialized(self.return_type or NONE)
         else:
@@ -72,9 +76,10 @@ class FunctionEmitter(ControlFlow):
         self.graph.add_output(value)
 
     # -- helpers the sugared values use -------------------------------------------------------------------
-    def error(self, message: str, pos=None):
-        """A CompileError at `pos` (default: the statement being compiled)."""
-        return self.source.error(message, pos if pos is not None else self.pos)
+    def error(self, message: str, pos=None, kind: str | None = None):
+        """A CompileError at `pos` (default: the statement being compiled); `kind` "type" for a
+        value of the wrong type."""
+        return self.source.error(message, pos if pos is not None else self.pos, kind)
 
     def insert(self, kind: str, inputs, types: list, attrs: dict | None = None):
         """A node at the insertion point, with outputs of `types`, tagged with its source line."""
@@ -83,7 +88,9 @@ class FunctionEmitter(ControlFlow):
         return node
 
     def const(self, value) -> Value:
-        """A prim::Constant of a Python value."""
+        """A prim::Constant of a Python value (a device is one of type Device, written as its name)."""
+        if isinstance(value, device):
+            return self.graph.insert("prim::Constant", (), 1, {"value": str(value)}, [DEVICE]).output
         return self.graph.constant(value)
 
     def uninitialized(self, t: Type) -> Value:
@@ -282,6 +289,8 @@ class FunctionEmitter(ControlFlow):
                     not target.id.startswith("$"):
                 value.value.rename(target.id)  # `%h` reads better than `%12` in the printed graph
             self.env.set(target.id, value)
+            if self.env.lookup(BOUND + target.id) is not None:
+                self.env.set(BOUND + target.id, TRUE)  # (a loop defines it: see MaybeUnbound)
         elif isinstance(target, (S.TupleExpr, S.ListExpr)):
             items = value.unpack(self, len(target.elts), pos)
             for t, item in zip(target.elts, items):
@@ -316,7 +325,7 @@ class FunctionEmitter(ControlFlow):
         if subtype(t, declared) or unify(t, declared) == declared and isinstance(declared, OptionalType):
             return value
         raise self.error(f"expected a value of type '{type_name(declared)}' for the {what} but found "
-                         f"'{type_name(t)}'", pos)
+                         f"'{type_name(t)}'", pos, "type")
 
     def annotation(self, expr: S.Expr) -> Type:
         """The IR type an annotation names (string annotations are parsed first)."""
@@ -383,11 +392,27 @@ class FunctionEmitter(ControlFlow):
         v = self.env.lookup(e.id)
         if isinstance(v, Undefined):
             raise self.error(v.message, e.pos)
+        if isinstance(v, MaybeUnbound):
+            return self._bound(e.id, v)
         if v is not None:
             return v
         if e.id in self.scope:
             return self.resolve_python(self.scope[e.id], e.pos, e.id)
         raise self.error(f"undefined value '{e.id}'", e.pos)
+
+    def _bound(self, name: str, v: MaybeUnbound) -> Sugared:
+        """A loop-defined variable, checked when it is read: Python raises if no iteration assigned it."""
+        if isinstance(v.bound, ConstValue):
+            if v.bound.value:
+                return SimpleValue(v.value)
+            raise self.error(f"'{name}' is defined only inside the loop at line {v.line}, which never runs")
+        node = self.insert("prim::If", [v.bound.as_value(self, self.pos)], [])
+        node.add_block()
+        with self.graph.inserting_at_end(node.add_block()):
+            self.insert("prim::RaiseException", [self.const(f"UnboundLocalError: local variable '{name}' (defined "
+                                                            f"in the loop at line {v.line}) referenced before "
+                                                            f"assignment")], [])
+        return SimpleValue(v.value)
 
     def expr_const(self, e: S.Const, expected):
         if e.value is Ellipsis:
@@ -432,13 +457,35 @@ class FunctionEmitter(ControlFlow):
 
     def expr_call(self, e: S.Call, expected):
         func = yield e.func
-        args = yield self.lower_all(e.args)
+        args = []
+        for a in e.args:
+            if isinstance(a, S.Starred):
+                args += self._spread(a.pos, (yield a.value))
+            else:
+                args.append((yield a))
         kwargs = {}
         for name, value in e.keywords:
-            if name in kwargs:
-                raise self.error(f"keyword argument '{name}' repeated", e.pos)
-            kwargs[name] = yield value
+            items = self._spread_mapping(value.pos, (yield value)) if name is None else [(name, (yield value))]
+            for key, item in items:
+                if key in kwargs:
+                    raise self.error(f"keyword argument '{key}' repeated", e.pos)
+                kwargs[key] = item
         return func.call(self, args, kwargs, e.pos)
+
+    def _spread(self, pos, value: Sugared) -> list:
+        """The items of `*value` in a call: a tuple (or anything else of known length)."""
+        items = self.iteration(value, pos)
+        if not isinstance(items, Unrolled):
+            raise self.error(f"*{_describe(value)} in a call: only tuples of known length can be spread into "
+                             f"arguments in scripted code", pos)
+        return items.items
+
+    def _spread_mapping(self, pos, value: Sugared) -> list:
+        """The (name, value) pairs of `**value` in a call: a dict known at compile time."""
+        if not hasattr(value, "table"):
+            raise self.error(f"**{_describe(value)} in a call: only dicts known at compile time (module-level "
+                             f"tables) can be spread into keyword arguments in scripted code", pos)
+        return [(key, value.getitem(self, ConstValue(key), pos)) for key in value.table]
 
     def expr_binop(self, e: S.BinOp, expected):
         left = yield e.left
@@ -490,7 +537,7 @@ class FunctionEmitter(ControlFlow):
         raise self.error(f"bad operand type for unary {e.op}: '{_describe(x)}'", e.pos)
 
     def expr_boolop(self, e: S.BoolOp, expected):
-        return (yield self.lower_bool_op(e))[0]
+        return (yield self.lower_bool_value(e))
 
     def expr_compare(self, e: S.Compare, expected):
         left = yield e.left
@@ -632,10 +679,18 @@ class FunctionEmitter(ControlFlow):
         raise self.error(f"{e.what} are not supported in scripted code", e.pos)
 
     def isinstance_check(self, x: Sugared, cls: Sugared, pos) -> Sugared:
-        """`isinstance(x, cls)`: decided by the type, or a None check for an Optional."""
+        """`isinstance(x, cls)`: decided by the type, or a None check for an Optional; `cls` may be
+        a tuple of classes (any of them)."""
+        if isinstance(cls, TupleSugar):
+            result = FALSE
+            for c in cls.items:
+                result = self._or_values(result, self.isinstance_check(x, c, pos), pos)
+            return result
+        if isinstance(cls, ClassSugar) and x.type is None and hasattr(x, "module") and isinstance(cls.cls, type):
+            return ConstValue(isinstance(x.module, cls.cls))  # a module: its Python class decides
         target = self._class_target(cls, pos)
-        if x.type is None:
-            return ConstValue(False)
+        if x.type is None or target is None:
+            return FALSE  # no value of scripted code is an instance of a class without a type here
         static = isinstance_of(x.type, target)
         if static is not None:
             return ConstValue(static)
@@ -643,8 +698,9 @@ class FunctionEmitter(ControlFlow):
         return self.negate(cond, pos) if target != NONE else cond
 
     def _class_target(self, cls: Sugared, pos):
+        """The IR type isinstance() tests for (None for a tuple of classes or a class that names no type)."""
         if isinstance(cls, TupleSugar):
-            raise self.error("isinstance() with a tuple of types is not supported; test each type", pos)
+            return None
         if isinstance(cls, ClassSugar):
             return cls.ir_type
         raise self.error(f"isinstance() arg 2 must be a type, not {cls.describe}", pos)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from .values import ConstValue, SimpleValue, Sugared
 
 RETURNED, RET, BROKE, CONTINUED, RAISED = "$returned", "$ret", "$broke", "$continued", "$raised"
+BOUND = "$bound."  # + a name: has a loop assigned the variable it defines (see MaybeUnbound)
 EXITS = (RETURNED, BROKE, CONTINUED)
 FALSE, TRUE = ConstValue(False), ConstValue(True)
 

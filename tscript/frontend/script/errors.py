@@ -14,8 +14,10 @@ class CompileError(RuntimeError):
     """Unsupported syntax, an unknown name or a type error in scripted code."""
 
     def __init__(self, explanation: str, file: str | None = None, line: int | None = None,
-                 column: int | None = None, source_line: str | None = None, function: str | None = None):
+                 column: int | None = None, source_line: str | None = None, function: str | None = None,
+                 kind: str | None = None):
         self.explanation = explanation  #: the one-line reason
+        self.kind = kind                #: "type" for a value of the wrong type (else None)
         self.file = file                #: path of the source file (None if unknown)
         self.line = line                #: 1-based line in that file
         self.column = column            #: 1-based column in that line

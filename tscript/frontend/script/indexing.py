@@ -122,6 +122,10 @@ def _apply_item(em, view, dim: int, item, advanced: dict, pos):
         return em.call_ops([OPS["aten::unsqueeze"]], [view, ConstValue(dim)], {}, pos, "unsqueeze"), dim + 1
     if item.type == INT:
         return em.call_ops([OPS["aten::select"]], [view, ConstValue(dim), item], {}, pos, "select"), dim
+    values = _constant_list(item)
+    if values is not None:  # x[:, [-1]]: a list of indices is a tensor index, as in PyTorch
+        import tscript
+        item = em.resolve_python(tscript.tensor(values), pos, "index")
     if isinstance(item.type, TensorType):
         if dim < 0:
             raise em.error("tensor indices after '...' are not supported in scripted code", pos)
@@ -129,6 +133,18 @@ def _apply_item(em, view, dim: int, item, advanced: dict, pos):
         return view, dim + 1
     what = item.type if item.type is not None else item.describe
     raise em.error(f"only integers, slices, None, ... and tensors are valid tensor indices (got '{what}')", pos)
+
+
+def _constant_list(item: Sugared) -> list | None:
+    """The values of a list literal of int or bool constants (None for anything else)."""
+    node = getattr(getattr(item, "value", None), "node", None)
+    if not (isinstance(item.type, ListType) and node is not None and node.kind == "prim::ListConstruct"):
+        return None
+    consts = [v.node for v in node.inputs]
+    if not consts or not all(c is not None and c.kind == "prim::Constant" and type(c.attrs.get("value")) in (int, bool)
+                             for c in consts):
+        return None
+    return [c.attrs["value"] for c in consts]
 
 
 def setitem(em, target: SimpleValue, index: Sugared, value: Sugared, pos) -> None:

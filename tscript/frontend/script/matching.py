@@ -11,7 +11,7 @@ import functools
 
 from tscript_runtime.ops.schema import NO_DEFAULT
 
-from ...ir.types import (ANY, BOOL, DTYPE, FLOAT, INT, NONE, STR, TENSOR, DictType, ListType, OptionalType,
+from ...ir.types import (ANY, BOOL, DEVICE, DTYPE, FLOAT, INT, NONE, STR, TENSOR, DictType, ListType, OptionalType,
                          TensorType, TupleType, Type)
 from .annotations import type_name
 from .values import ConstValue, EmptyList, SimpleValue, Sugared, TupleSugar
@@ -33,7 +33,7 @@ def match_call(em, ops: list, args: list, kwargs: dict, pos, name: str) -> Sugar
         except Mismatch as e:
             reasons.append((op, str(e)))
     if not fits:
-        raise em.error(_explain(name, reasons, args, kwargs), pos)
+        raise em.error(_explain(name, reasons, args, kwargs), pos, "type")
     (cost, thunks), op = min(fits, key=lambda f: f[0][0])
     inputs = [thunk(em, pos) for thunk in thunks]
     return _emit(em, op, inputs)
@@ -60,6 +60,9 @@ def _bind(op, args: list, kwargs: dict) -> tuple:
         bound[i] = a
     for key, value in kwargs.items():
         i = op.schema.index.get(key, op.schema.index.get("self") if key == "input" else None)
+        if i is None and key in _PLACEMENT:
+            _PLACEMENT[key](value)
+            continue
         if i is None:
             raise Mismatch(f"unexpected keyword argument '{key}'")
         if bound[i] is not NO_DEFAULT:
@@ -72,7 +75,8 @@ def _bind(op, args: list, kwargs: dict) -> tuple:
             if p.default is NO_DEFAULT:
                 raise Mismatch(f"missing a value for argument '{p.name}'")
             value = ConstValue(tuple(p.default) if isinstance(p.default, list) else p.default)
-        cost, thunk = convert(value, p.type, p.name)
+        cost, thunk = (0, _value(value)) if (op.name, p.name) in _INT_OR_LIST and value.type == INT else \
+            convert(value, p.type, p.name)
         total += cost
         thunks.append(thunk)
     return total, thunks
@@ -104,12 +108,45 @@ def _check_has_tensor(op, bound: list) -> None:
         raise Mismatch("no argument is a Tensor")
 
 
+# `int[]` arguments whose kernel reads one int differently from a list of one (split(x, 3): pieces of
+# 3; split(x, [3]): one piece of 3), so an int passes as itself, as it does eagerly and when traced.
+_INT_OR_LIST = {("aten::split", "split_size")}
+
+
+# -- where a new tensor lives: PyTorch's factory arguments the schemas leave out -----------------------------
+def _device(value: Sugared) -> None:
+    from ..._device import check_device, device
+    if value.type == DEVICE or isinstance(value, ConstValue) and value.value is None:
+        return  # a Device value (the CPU: there is no other)
+    if not (isinstance(value, ConstValue) and isinstance(value.value, (device, str))):
+        raise Mismatch(f"expected a device for argument 'device' but found {_describe(value)}")
+    try:
+        check_device(value.value)
+    except (RuntimeError, TypeError, AssertionError) as e:
+        raise Mismatch(str(e)) from None
+
+
+def _constant_in(name: str, allowed: tuple):
+    def check(value: Sugared) -> None:
+        if not (isinstance(value, ConstValue) and value.value in allowed):
+            raise Mismatch(f"{name}={_describe(value)} is not supported in scripted code (only "
+                           f"{' or '.join(map(repr, allowed))})")
+    return check
+
+
+# Checked, then left out: tensors are made on the CPU, strided, in plain memory, without grad.
+_PLACEMENT = {"device": _device, "layout": _constant_in("layout", (None,)),
+              "pin_memory": _constant_in("pin_memory", (False, None)),
+              "requires_grad": _constant_in("requires_grad", (False,)),
+              "memory_format": _constant_in("memory_format", (None,))}
+
+
 # -- conversions ----------------------------------------------------------------------------------------
 def convert(s: Sugared, schema_type: str, arg: str) -> tuple:
     """(cost, thunk(em, pos) -> Value) passing `s` where `schema_type` is expected, or Mismatch."""
     t = s.type
     if schema_type.endswith("?"):
-        if isinstance(s, ConstValue) and s.value is None:
+        if isinstance(s, ConstValue) and s.value is None or t == NONE:
             return 0, _value(s)
         if isinstance(t, OptionalType):
             if _accepts(schema_type[:-1], t.elem):

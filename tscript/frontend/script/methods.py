@@ -6,10 +6,11 @@ from __future__ import annotations
 import numpy as np
 from tscript_runtime.ops import OPS
 
-from ...ir.types import ANY, DTYPE, INT, STR, DictType, ListType, OptionalType, TensorType, TupleType
+from ..._tensor import Tensor
+from ...ir.types import ANY, BOOL, DEVICE, DTYPE, INT, STR, DictType, ListType, OptionalType, TensorType, TupleType
 from .annotations import subtype, type_name
 from .builtins import BuiltinSugar, HandlerSugar, arity, no_kwargs, family, op_call
-from .values import ConstValue, Loop, SimpleValue, Sugared, Unrolled
+from .values import ConstValue, Loop, SimpleValue, Sugared, TupleSugar, Unrolled
 
 
 # -- tensors ------------------------------------------------------------------------------------------
@@ -45,15 +46,36 @@ class ShapeSugar(Sugared):
         return SimpleValue(self.as_value(em, pos)).attr(em, name, pos)
 
 
+def static_shape(x: Sugared) -> tuple | None:
+    """The sizes of a tensor fixed when compiling (a parameter's, a buffer's), or None."""
+    t = x.type
+    if isinstance(t, TensorType) and t.shape is not None and all(type(d) is int for d in t.shape):
+        return t.shape
+    return None
+
+
+def shape_of(x: Sugared) -> Sugared:
+    """`x.shape`: a constant tuple when the sizes are fixed, else read when the code runs."""
+    shape = static_shape(x)
+    return ConstValue(tuple(shape)) if shape is not None else ShapeSugar(x)
+
+
 def _size(em, args, kwargs, pos):
     if len(args) == 1 and not kwargs:
-        return ShapeSugar(args[0])
+        return shape_of(args[0])
+    shape = static_shape(args[0])
+    if shape is not None and len(args) == 2 and not kwargs and isinstance(args[1], ConstValue) and \
+            type(args[1].value) is int and -len(shape) <= args[1].value < len(shape):
+        return ConstValue(shape[args[1].value])
     return em.call_ops([OPS["aten::size"]], args, kwargs, pos, "size")
 
 
 def _dim(em, args, kwargs, pos):
     no_kwargs(em, "dim", kwargs, pos)
     arity(em, "dim", args, 1, 1, pos)
+    shape = static_shape(args[0])
+    if shape is not None:
+        return ConstValue(len(shape))
     return SimpleValue(em.insert("aten::dim", [args[0].as_value(em, pos)], [INT]).output)
 
 
@@ -89,6 +111,38 @@ def _new(op: str):
     return handler
 
 
+def is_device(s: Sugared) -> bool:
+    """Is `s` a device argument: a device (a compile-time constant), a device string, a value of type Device?"""
+    from ..._device import device
+    if isinstance(s, ConstValue):
+        return isinstance(s.value, (device, str))
+    return s.type == DEVICE
+
+
+def check_device(em, s: Sugared, pos) -> None:
+    """Refuse a device other than the CPU at compile time, with eager's error."""
+    from ..._device import check_device as check
+    if isinstance(s, ConstValue):
+        try:
+            check(s.value)
+        except (RuntimeError, TypeError, AssertionError) as e:
+            raise em.error(f"{type(e).__name__}: {e}", pos) from None
+
+
+def _to(em, args, kwargs, pos):
+    """`x.to(dtype)`, `x.to(device)`, `x.to(device, dtype)`, `x.to(other)` (its dtype): the device
+    can only be the CPU, so only the dtype (and `copy`) reach aten::to."""
+    for d in [a for a in args[1:] if is_device(a)] + [kwargs.get("device", ConstValue(None))]:
+        check_device(em, d, pos)
+    kwargs = {k: v for k, v in kwargs.items() if k not in ("device", "non_blocking", "memory_format")}
+    rest = [a for a in args[1:] if not is_device(a)]
+    if rest and isinstance(rest[0].type, TensorType):
+        rest[0] = _dtype_of(em, rest[0], pos)
+    if rest and rest[0].type == BOOL:  # x.to(device, non_blocking, copy)
+        rest = [ConstValue(None)] + rest
+    return em.call_ops([OPS["aten::to"]], [args[0]] + rest[:1] + rest[2:3], kwargs, pos, "to")  # (non_blocking)
+
+
 def _unsupported_method(reason: str):
     def handler(em, args, kwargs, pos):
         raise em.error(reason, pos)
@@ -103,18 +157,62 @@ TENSOR_METHODS = {
     "view_as": _like("view", "size"), "reshape_as": _like("reshape", "size"), "expand_as": _like("expand", "size"),
     "type_as": _like("to", "dtype"),
     "new_zeros": _new("zeros"), "new_ones": _new("ones"), "new_full": _new("full"), "new_empty": _new("empty"),
-    "cpu": lambda em, args, kwargs, pos: args[0],
+    "cpu": lambda em, args, kwargs, pos: args[0], "to": _to,
+    "cuda": _unsupported_method("tscript runs on the CPU only: cuda() is not available"),
     "tolist": _unsupported_method("tolist() is not supported in scripted code (lists are not Tensor-valued)"),
     "numpy": _unsupported_method("numpy() is not supported in scripted code"),
 }
 
 TENSOR_ATTRIBUTES = {
-    "shape": lambda em, x, pos: ShapeSugar(x),
+    "shape": lambda em, x, pos: shape_of(x),
     "dtype": lambda em, x, pos: _dtype_of(em, x, pos),
     "ndim": lambda em, x, pos: _dim(em, [x], {}, pos),
     "T": lambda em, x, pos: em.call_ops([OPS["aten::t"]], [x], {}, pos, "t"),
     "is_cuda": lambda em, x, pos: ConstValue(False),
+    "device": lambda em, x, pos: ConstValue(_cpu()),
+    "requires_grad": lambda em, x, pos: SimpleValue(em.insert("prim::requires_grad", [x.as_value(em, pos)],
+                                                              [BOOL]).output),
 }
+
+
+def _cpu():
+    from ..._device import CPU
+    return CPU
+
+
+# -- dtypes: their properties, known at compile time, or compared at run time --------------------------
+_DTYPE_PROPERTIES = ("is_floating_point", "is_signed", "itemsize", "is_complex", "name")
+
+
+def dtype_attribute(em, d: Sugared, name: str, pos) -> Sugared:
+    """`dtype.is_floating_point` (and is_signed, itemsize, is_complex, name) of a dtype value
+    (`dtype.np`, tscript's own numpy dtype of it, is the dtype itself here)."""
+    from ..._dtype import FROM_NP
+    if name == "np":
+        return d
+    if name not in _DTYPE_PROPERTIES:
+        raise em.error(f"a dtype has no attribute '{name}' in scripted code", pos)
+    if isinstance(d, ConstValue):
+        known = FROM_NP.get(np.dtype(d.value))
+        if known is None:
+            raise em.error(f"the dtype {d.value} is not one of tscript's", pos)
+        return ConstValue(getattr(known, name, False))
+    groups: dict = {}
+    for np_dtype, dtype in FROM_NP.items():
+        groups.setdefault(getattr(dtype, name, False), []).append(np_dtype)
+    *tests, (last, _) = sorted(groups.items(), key=lambda kv: len(kv[1]))
+    result = ConstValue(last)
+    for value, members in reversed(tests):
+        cond = ConstValue(False)
+        for m in members:
+            cond = em._or_values(cond, em.compare("==", d, ConstValue(m), pos), pos)
+        result = em.run(em.lower_if_value(cond, _known(ConstValue(value)), _known(result), pos))
+    return result
+
+
+def _known(value):
+    return value
+    yield  # (makes this a lowering generator)
 
 
 def tensor_attribute(em, x: Sugared, name: str, pos) -> Sugared:
@@ -123,6 +221,8 @@ def tensor_attribute(em, x: Sugared, name: str, pos) -> Sugared:
         return TENSOR_ATTRIBUTES[name](em, x, pos)
     if name in TENSOR_METHODS:
         return HandlerSugar(name, TENSOR_METHODS[name], x)
+    if name.startswith("is_") and isinstance(getattr(Tensor, name, None), bool):
+        return ConstValue(getattr(Tensor, name))  # is_cuda, is_xpu, is_mps...: the CPU is the only device
     ops = [op for op in family(name) if op.schema.args and op.schema.args[0].name == "self"
            and op.schema.args[0].is_tensor]
     if not ops:
@@ -171,6 +271,18 @@ DICT_METHODS = {
 STR_METHODS = {n: (lambda name: lambda em, args, kwargs, pos: em.call_ops([OPS[f"aten::{name}.str"]], args, kwargs,
                                                                           pos, name))(n)
                for n in ("join", "lower", "upper", "startswith", "endswith")}
+STR_METHODS["format"] = lambda em, args, kwargs, pos: _format(em, args, kwargs, pos)
+
+
+def _format(em, args, kwargs, pos):
+    """`"...{}...".format(a, b)` (positional fields only): folded for constants, else aten::format."""
+    no_kwargs(em, "format", kwargs, pos)
+    if all(isinstance(a, ConstValue) for a in args):
+        try:
+            return ConstValue(args[0].value.format(*(a.value for a in args[1:])))
+        except (IndexError, KeyError, ValueError):
+            pass  # raises when it runs, as in Python
+    return em.call_ops([OPS["aten::format"]], [args[0], TupleSugar(list(args[1:]))], {}, pos, "format")
 
 
 def value_attribute(em, v: SimpleValue, name: str, pos) -> Sugared:
@@ -184,6 +296,8 @@ def value_attribute(em, v: SimpleValue, name: str, pos) -> Sugared:
         return HandlerSugar(name, DICT_METHODS[name], v)
     if t == STR and name in STR_METHODS:
         return HandlerSugar(name, STR_METHODS[name], v)
+    if t == DTYPE:
+        return dtype_attribute(em, v, name, pos)
     if isinstance(t, OptionalType):
         raise em.error(f"'{name}' of a value of type '{type_name(t)}': it may be None; refine it first with "
                        f"`if x is not None:`", pos)

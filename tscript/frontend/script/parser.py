@@ -15,6 +15,7 @@ from lark.indenter import PythonIndenter
 from tscript_runtime.user_cache import cache_dir
 
 from . import syntax as S
+from . import tree_cache
 from .errors import CompileError
 from .source import Source
 
@@ -47,10 +48,49 @@ def parse_function(source: Source) -> S.FunctionDef:
     return _functions[key]
 
 
+def parse_lambda(source: Source, fn) -> S.FunctionDef:
+    """A lambda as a function definition `def <lambda>(params): return body`, found in the source
+    of the statement that holds it (by its parameter names, and its line and column when the
+    statement has several)."""
+    code = fn.__code__
+    names = list(code.co_varnames[:code.co_argcount])
+    stmts = parse_text(source, source.text, "file_input")
+    found = [e for s in stmts for e in S.walk_exprs(s) if isinstance(e, S.Lambda) and e.params == names]
+    where = next((p for p in code.co_positions() if p[0] is not None and p[2] is not None), None)
+    if where is not None and len(found) > 1:
+        line, column = where[0] - source.line_offset, where[2] + 1 - source.col_offset
+        found = sorted(found, key=lambda e: (e.pos[0] != line, abs(e.pos[1] - column)))
+    if not found:
+        raise source.error("the source of this lambda could not be found (scripted lambdas must be whole "
+                           "expressions on the lines that define them)", (1, 1))
+    lam = found[0]
+    params = [S.Param(lam.pos, n, None, None) for n in names]
+    return S.FunctionDef(lam.pos, "<lambda>", params, None, [S.Return(lam.body.pos, lam.body)])
+
+
 def parse_text(source: Source, text: str, start: str, line: int = 1):
     """`text` (the source's, or a fragment of it that starts on the source's line `line`) parsed
     from the grammar rule `start`; syntax errors are CompileErrors at their position in `source`.
-    No lark exception gets out: errors inside the tree transform come out unwrapped."""
+    No lark exception gets out: errors inside the tree transform come out unwrapped. A text is
+    parsed once per user (tree_cache.py); each call returns a tree of its own."""
+    if not tree_cache.worth_keeping(source.file):
+        return _parse_text(source, text, start, line)
+    name = tree_cache.key(_parser_digest(), start, line, text)
+    tree = tree_cache.load(name)
+    if tree is None:
+        tree = _parse_text(source, text, start, line)
+        tree_cache.store(name, tree)
+    return tree
+
+
+@functools.lru_cache(maxsize=None)
+def _parser_digest() -> bytes:
+    """What a cached tree depends on besides its text: the grammar and the code building trees."""
+    here = os.path.dirname(__file__)
+    return b"".join(open(os.path.join(here, f), "rb").read() for f in ("tscript.lark", "parser.py", "syntax.py"))
+
+
+def _parse_text(source: Source, text: str, start: str, line: int):
     try:
         tree = _lark().parse(text, start=start)
     except UnexpectedInput as e:
@@ -346,11 +386,12 @@ class _Builder(Transformer_NonRecursive):
         return S.TupleExpr(_pos(meta), [i for i in items if i is not None])
 
     def generator(self, meta, items):
-        return items[0]  # a generator expression is compiled as a list comprehension
+        items[0].kind = "generator"  # compiled as a list comprehension, or as a tuple when unrolled
+        return items[0]
 
     def generator_argument(self, meta, items):
         elt, *gens, cond = items
-        return [S.Comprehension(_pos(meta), "list", elt, None, _generators(gens, cond))], []
+        return [S.Comprehension(_pos(meta), "generator", elt, None, _generators(gens, cond))], []
 
     def list(self, meta, items):
         return S.ListExpr(_pos(meta), items[0] or [])
@@ -430,13 +471,15 @@ class _Builder(Transformer_NonRecursive):
 
     def arguments(self, meta, items):
         args, keywords = [], []
-        for a in items:
+        for a in _flatten_starargs(items):
             if a is None:
                 continue
             if isinstance(a, S.Unsupported):
                 return a
             if isinstance(a, tuple) and a and a[0] == "keyword":
                 keywords.append((a[1], a[2]))
+            elif isinstance(a, S.Starred) and keywords:
+                return S.Unsupported(a.pos, "positional arguments after keyword arguments")
             else:
                 args.append(a)
         return args, keywords
@@ -445,7 +488,13 @@ class _Builder(Transformer_NonRecursive):
         return ("keyword", str(items[0]), items[1])
 
     def starargs(self, meta, items):
-        return S.Unsupported(_pos(meta), "*args and **kwargs in calls")
+        return ("starargs", items)
+
+    def star_arg(self, meta, items):
+        return S.Starred(_pos(meta), items[0])
+
+    def star_kwarg(self, meta, items):
+        return ("keyword", None, items[0])  # **mapping: a keyword without a name
 
     def comprehension(self, meta, items):
         elt, *gens, cond = items
@@ -576,3 +625,14 @@ class _FStringParser:
         if "\n" in before:
             return line, len(before) - before.rfind("\n")
         return line, self.tok.column + self.start + offset
+
+
+def _flatten_starargs(items: list) -> list:
+    """The call's arguments with the `*x` / `**m` group (and the arguments after it) in line."""
+    out = []
+    for a in items:
+        if isinstance(a, tuple) and a and a[0] == "starargs":
+            out.extend(a[1])
+        else:
+            out.append(a)
+    return out

@@ -23,16 +23,16 @@ class Source:
     def __post_init__(self):
         self.lines = self.text.splitlines()
 
-    def error(self, message: str, pos) -> CompileError:
+    def error(self, message: str, pos, kind: str | None = None) -> CompileError:
         """A CompileError at `pos` (line, column in `text`), naming the file position."""
         if pos is None:
-            return CompileError(f"{message}\n  in {self.name} ({self.file})")
+            return CompileError(f"{message}\n  in {self.name} ({self.file})", kind=kind)
         line, column = pos[0], pos[1]
         source_line = self.lines[line - 1] if 0 < line <= len(self.lines) else None
         if source_line is not None:
             source_line = " " * self.col_offset + source_line
         return CompileError(message, self.file, line + self.line_offset, column + self.col_offset, source_line,
-                            self.name.rsplit(".", 1)[-1])
+                            self.name.rsplit(".", 1)[-1], kind)
 
 
 _sources: dict = {}

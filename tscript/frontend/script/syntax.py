@@ -58,8 +58,14 @@ class Slice(Expr):
 @dataclass
 class Call(Expr):
     func: Expr
-    args: list
-    keywords: list  # (name, Expr)
+    args: list      # Exprs, and Starred for `*x`
+    keywords: list  # (name, Expr); (None, Expr) for `**mapping`
+
+
+@dataclass
+class Starred(Expr):
+    """`*value` among the arguments of a call."""
+    value: Expr
 
 
 @dataclass
@@ -114,7 +120,8 @@ class DictExpr(Expr):
 
 @dataclass
 class Comprehension(Expr):
-    """[elt for target in iter if cond] (kind "list"), or {key: elt ...} (kind "dict")."""
+    """[elt for target in iter if cond] (kind "list"), (elt for ...) (kind "generator"), or
+    {key: elt ...} (kind "dict")."""
     kind: str
     elt: Expr
     key: Expr | None

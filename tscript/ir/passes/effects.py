@@ -13,7 +13,8 @@ _EFFECT_PRIMS = {"prim::RaiseException", "prim::CallMethod", "prim::CallFunction
                  "aten::warn"}
 _PURE_PRIMS = {"prim::Constant", "prim::GetAttr", "prim::ListConstruct", "prim::TupleConstruct",
                "prim::DictConstruct", "prim::ListUnpack", "prim::TupleUnpack", "prim::TupleIndex",
-               "aten::__getitem__", "aten::len", "aten::dim", "prim::dtype", "prim::unchecked_cast"}
+               "aten::__getitem__", "aten::len", "aten::dim", "prim::dtype", "prim::unchecked_cast",
+               "prim::requires_grad"}
 
 
 _CONTAINER_PRIMS = {"prim::ListConstruct", "prim::TupleConstruct", "prim::DictConstruct", "prim::ListUnpack",

@@ -140,6 +140,7 @@ ROW_GROUP = "tscript::RowGroup"
 _REDUCE_KINDS = {name for name, op in OPS.items() if op.facts.row_reduction}
 _ROW_COMPOSITES = {"aten::softmax", "aten::log_softmax"}  # decomposed into row reductions in the group
 _NONEMPTY_KINDS = {"aten::amax", "aten::amin"}
+_LOGICAL_KINDS = {"aten::all", "aten::any"}
 
 
 def _const_arg(graph: Graph, node: Node, i: int):
@@ -161,12 +162,13 @@ def _row_role(graph: Graph, node: Node, shape: tuple, mutable: set) -> str | Non
     if node.kind in _REDUCE_KINDS:
         src = node.inputs[0]
         keep = _const_arg(graph, node, 2 if node.kind != "aten::var" else 3)
-        dtype_ok = node.kind in ("aten::amax", "aten::amin", "aten::var") or _const_arg(graph, node, 3) is None
+        logical = node.kind in _LOGICAL_KINDS  # all / any: bool results, no dtype argument
+        dtype_ok = node.kind in ("aten::amax", "aten::amin", "aten::var") or logical or _const_arg(graph, node, 3) is None
         # amax/amin of an empty row raise; a kernel cannot, so their rows must be known non-empty
         length_ok = node.kind not in _NONEMPTY_KINDS or isinstance(shape[-1], int) and shape[-1] > 0
         if (_known_tensor(src) and tuple(src.type.shape) == shape and keep is True and dtype_ok and length_ok
                 and _last_dim(_const_arg(graph, node, 1), len(shape)) and out == row_shape
-                and node.output.type.dtype.kind == "f"):
+                and node.output.type.dtype.kind == ("b" if logical else "f")):
             return "row"
         return None
     if node.kind in _ROW_COMPOSITES:

@@ -17,7 +17,12 @@ def mark_dynamic(graph: Graph, dynamic: dict) -> None:
     """Make dims of graph inputs symbolic: {input index: [dims]}; dim 0 becomes "batch"."""
     tensor_inputs = [v for v in graph.inputs if isinstance(v.type, TensorType)]
     for index, dims in dynamic.items():
+        if not isinstance(index, int) or not 0 <= index < len(tensor_inputs):
+            raise ValueError(f"dynamic: no tensor input {index!r} (the graph has {len(tensor_inputs)})")
         v = tensor_inputs[index]
+        if v.type.shape is None:
+            raise ValueError(f"dynamic: the shape of tensor input {index} ('{v.name}') is unknown; give example "
+                             f"inputs of the shapes to compile for")
         shape = list(v.type.shape)
         for d in dims:
             shape[d] = "batch" if d == 0 else f"{v.name.split('.')[0]}_{d}"

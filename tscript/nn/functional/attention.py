@@ -134,11 +134,13 @@ def _in_projection_packed(q, k, v, w, b=None) -> tuple:
     """q, k, v projected by the packed (3E, E) weight: one matmul when they are the same tensor."""
     E = q.size(-1)
     if k is v and q is k:
-        return linear(q, w, b).chunk(3, -1)
+        q_, k_, v_ = linear(q, w, b).chunk(3, -1)
+        return q_, k_, v_
     if k is v:
         w_q, w_kv = w.split([E, 2 * E])
         b_q, b_kv = (None, None) if b is None else b.split([E, 2 * E])
-        return (linear(q, w_q, b_q),) + tuple(linear(k, w_kv, b_kv).chunk(2, -1))
+        k_, v_ = linear(k, w_kv, b_kv).chunk(2, -1)
+        return linear(q, w_q, b_q), k_, v_
     w_q, w_k, w_v = w.chunk(3)
     b_q, b_k, b_v = (None,) * 3 if b is None else b.chunk(3)
     return linear(q, w_q, b_q), linear(k, w_k, b_k), linear(v, w_v, b_v)
@@ -165,13 +167,17 @@ def _check_attn_mask(attn_mask, tgt_len: int, src_len: int, bsz: int, num_heads:
     """The attention mask as 3-D (1 or bsz*num_heads, tgt_len, src_len), shape-checked."""
     if attn_mask is None:
         return None
-    expected = {2: (tgt_len, src_len), 3: (bsz * num_heads, tgt_len, src_len)}.get(attn_mask.dim())
-    if expected is None:
+    if attn_mask.dim() == 2:
+        if attn_mask.size(0) != tgt_len or attn_mask.size(1) != src_len:
+            raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but should be "
+                               f"({tgt_len}, {src_len}).")
+        return attn_mask.unsqueeze(0)
+    if attn_mask.dim() != 3:
         raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
-    if tuple(attn_mask.shape) != expected:
-        raise RuntimeError(f"The shape of the {attn_mask.dim()}D attn_mask is {attn_mask.shape}, but should be "
-                           f"{expected}.")
-    return attn_mask.unsqueeze(0) if attn_mask.dim() == 2 else attn_mask
+    if attn_mask.size(0) != bsz * num_heads or attn_mask.size(1) != tgt_len or attn_mask.size(2) != src_len:
+        raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.shape}, but should be "
+                           f"({bsz * num_heads}, {tgt_len}, {src_len}).")
+    return attn_mask
 
 
 def _heads(x, static, bsz: int, num_heads: int, head_dim: int, name: str):
@@ -217,9 +223,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
         v = torch.cat([v, v.new_zeros((bsz * num_heads, 1, head_dim))], 1)
         attn_mask, key_padding_mask = _pad_last(attn_mask), _pad_last(key_padding_mask)
     attn_mask = _merge_key_padding(attn_mask, key_padding_mask, bsz, num_heads, k.size(1))
-    attend = _attend_with_weights if need_weights else _attend_fused
-    out, weights = attend(q, k, v, attn_mask, dropout_p if training else 0.0, is_causal, bsz, num_heads,
-                          average_attn_weights)
+    p = dropout_p if training else 0.0
+    if need_weights:
+        out, weights = _attend_with_weights(q, k, v, attn_mask, p, is_causal, bsz, num_heads, average_attn_weights)
+    else:
+        out, weights = _attend_fused(q, k, v, attn_mask, p, is_causal, bsz, num_heads, average_attn_weights)
     out = linear(out, out_proj_weight, out_proj_bias)
     if not batched:
         out = out.squeeze(1)

@@ -7,7 +7,7 @@ from tscript_runtime.errors import fmt_shape
 from ...autograd.grad_mode import no_grad
 from .activation import _check_float
 
-__all__ = ["batch_norm", "layer_norm", "group_norm", "rms_norm"]
+__all__ = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm"]
 
 
 def _normalize(input: Tensor, dims: tuple, eps: float) -> Tensor:
@@ -77,6 +77,49 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     if running_var is not None:
         n = input.numel() // channels
         _update_running(running_var, var * (n / (n - 1)), momentum)
+    return _affine((input - mean) * (var + eps).rsqrt(), weight, bias, shape)
+
+
+# -- instance norm -----------------------------------------------------------------------------------
+
+def _verify_spatial_size(size) -> None:
+    values = 1
+    for s in size[2:]:
+        values *= s
+    if values == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size {size}")
+
+
+def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
+                  weight: Tensor | None = None, bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalize each channel of each sample (N, C, *spatial) over its spatial dims. With
+    `use_input_stats` the running statistics (if given) move towards the batch average of the
+    per-sample ones (unbiased variance); without, the running statistics normalize."""
+    if input.dim() < 2:
+        raise RuntimeError(f"instance_norm: expected an input with a batch and a channel dim, got a "
+                           f"{input.dim()}-D input")
+    if use_input_stats:
+        _verify_spatial_size(input.shape)
+    _check_float("instance_norm", input)
+    channels = input.shape[1]
+    _check_channels(channels, running_mean=running_mean, running_var=running_var, weight=weight, bias=bias)
+    shape = (1, channels) + (1,) * (input.dim() - 2)
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
+        out = (input - running_mean.reshape(shape)) * (running_var.reshape(shape) + eps).rsqrt()
+        return _affine(out, weight, bias, shape)
+    dims = tuple(range(2, input.dim()))
+    mean = input.mean(dims, keepdim=True)
+    var = input.var(dims, correction=0, keepdim=True)
+    if running_mean is not None:
+        _update_running(running_mean, mean.mean(0), momentum)
+    if running_var is not None:
+        n = 1
+        for size in input.shape[2:]:
+            n *= size
+        _update_running(running_var, var.mean(0) * (n / (n - 1)), momentum)
     return _affine((input - mean) * (var + eps).rsqrt(), weight, bias, shape)
 
 

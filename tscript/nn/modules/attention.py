@@ -82,14 +82,13 @@ class MultiheadAttention(Module):
         swap = self.batch_first and query.dim() == 3
         if swap:
             query, key, value = _time_major(query, key, value)
-        separate = {} if self._qkv_same_embed_dim else dict(
-            use_separate_proj_weight=True, q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight,
-            v_proj_weight=self.v_proj_weight)
         out, weights = A.multi_head_attention_forward(
             query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias,
             self.bias_k, self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight, self.out_proj.bias,
             training=self.training, key_padding_mask=key_padding_mask, need_weights=need_weights,
-            attn_mask=attn_mask, average_attn_weights=average_attn_weights, is_causal=is_causal, **separate)
+            attn_mask=attn_mask, average_attn_weights=average_attn_weights, is_causal=is_causal,
+            use_separate_proj_weight=not self._qkv_same_embed_dim, q_proj_weight=self.q_proj_weight,
+            k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight)
         return (out.transpose(1, 0) if swap else out), weights
 
 

@@ -1,8 +1,9 @@
-"""Conv1d, Conv2d, ConvTranspose2d, and Unfold/Fold: PyTorch's parameters (`weight`, `bias`),
-argument checks, default initialisation and reprs."""
+"""Conv1d, Conv2d, Conv3d, ConvTranspose1d/2d/3d, and Unfold/Fold: PyTorch's parameters (`weight`,
+`bias`), argument checks, default initialisation and reprs."""
 from __future__ import annotations
 
 import math
+from typing import List, Optional
 
 from ..._creation import empty
 from .. import functional as F
@@ -10,7 +11,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose2d", "Unfold", "Fold"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "Unfold", "Fold"]
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
@@ -25,7 +26,7 @@ def _set_repr(values) -> str:
 
 
 class _ConvNd(Module):
-    """What Conv1d, Conv2d and ConvTranspose2d share: checks, parameters, initialisation, repr."""
+    """What every convolution layer shares: checks, parameters, initialisation, repr."""
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: tuple, stride: tuple, padding,
                  dilation: tuple, transposed: bool, output_padding: tuple, groups: int, bias: bool,
@@ -137,41 +138,93 @@ class Conv2d(_ConvNd):
         return self._conv_forward(F.conv2d, input, self.weight, self.bias)
 
 
-class ConvTranspose2d(_ConvNd):
-    """2-D transposed convolution; `forward(input, output_size)` may pick the output size."""
+class Conv3d(_ConvNd):
+    """3-D convolution over (N, C_in, D, H, W) or (C_in, D, H, W)."""
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
-                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None,
-                 dtype=None):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
+                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None):
+        padding = padding if isinstance(padding, str) else _tuple(padding, 3)
+        super().__init__(in_channels, out_channels, _tuple(kernel_size, 3), _tuple(stride, 3), padding,
+                         _tuple(dilation, 3), False, (0, 0, 0), groups, bias, padding_mode, device, dtype)
+
+    def forward(self, input):
+        return self._conv_forward(F.conv3d, input, self.weight, self.bias)
+
+
+class _ConvTransposeNd(_ConvNd):
+    """What the transposed convolutions share: only zero padding, and an output size that
+    `forward(input, output_size)` may pick."""
+
+    def __init__(self, nd: int, in_channels: int, out_channels: int, kernel_size, stride, padding, output_padding,
+                 groups: int, bias: bool, dilation, padding_mode: str, device, dtype):
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
-        super().__init__(in_channels, out_channels, _tuple(kernel_size, 2), _tuple(stride, 2), _tuple(padding, 2),
-                         _tuple(dilation, 2), True, _tuple(output_padding, 2), groups, bias, padding_mode,
+        super().__init__(in_channels, out_channels, _tuple(kernel_size, nd), _tuple(stride, nd), _tuple(padding, nd),
+                         _tuple(dilation, nd), True, _tuple(output_padding, nd), groups, bias, padding_mode,
                          device, dtype)
 
-    def forward(self, input, output_size=None):
-        output_padding = self._output_padding(input, output_size)
-        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, output_padding,
-                                  self.groups, self.dilation)
+    def _transposed_forward(self, conv, input, output_size):
+        if output_size is None:
+            return conv(input, self.weight, self.bias, self.stride, self.padding, self.output_padding, self.groups,
+                        self.dilation)
+        return conv(input, self.weight, self.bias, self.stride, self.padding, self._output_padding(input, output_size),
+                    self.groups, self.dilation)
 
     def _output_padding(self, input, output_size) -> tuple:
-        """The output_padding giving `output_size` (PyTorch's rule and message), or the module's own."""
-        if output_size is None:
-            return self.output_padding
-        spatial = 2
+        """The output_padding giving `output_size` (PyTorch's rule and message)."""
+        spatial = len(self.kernel_size)
         leading = 2 if input.dim() == spatial + 2 else 1
         if len(output_size) == leading + spatial:
             output_size = output_size[leading:]
         if len(output_size) != spatial:
             raise ValueError(f"ConvTranspose{spatial}D: for {input.dim()}D input, output_size must have {spatial} "
                              f"or {leading + spatial} elements (got {len(output_size)})")
-        smallest = [(input.shape[leading + d] - 1) * self.stride[d] - 2 * self.padding[d]
-                    + self.dilation[d] * (self.kernel_size[d] - 1) + 1 for d in range(spatial)]
+        smallest = [(n - 1) * s - 2 * p + d * (k - 1) + 1 for n, s, p, d, k in
+                    zip(input.shape[leading:], self.stride, self.padding, self.dilation, self.kernel_size)]
         largest = [m + s - 1 for m, s in zip(smallest, self.stride)]
-        if any(not lo <= size <= hi for size, lo, hi in zip(output_size, smallest, largest)):
+        if any(size < lo or size > hi for size, lo, hi in zip(output_size, smallest, largest)):
             raise ValueError(f"requested an output size of {output_size}, but valid sizes range from {smallest} to "
                              f"{largest} (for an input of {input.shape[leading:]})")
         return tuple(size - lo for size, lo in zip(output_size, smallest))
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """1-D transposed convolution over (N, C_in, L) or (C_in, L)."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None,
+                 dtype=None):
+        super().__init__(1, in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
+                         dilation, padding_mode, device, dtype)
+
+    def forward(self, input, output_size: Optional[List[int]] = None):
+        return self._transposed_forward(F.conv_transpose1d, input, output_size)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """2-D transposed convolution; `forward(input, output_size)` may pick the output size."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None,
+                 dtype=None):
+        super().__init__(2, in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
+                         dilation, padding_mode, device, dtype)
+
+    def forward(self, input, output_size: Optional[List[int]] = None):
+        return self._transposed_forward(F.conv_transpose2d, input, output_size)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """3-D transposed convolution over (N, C_in, D, H, W) or (C_in, D, H, W)."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None,
+                 dtype=None):
+        super().__init__(3, in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
+                         dilation, padding_mode, device, dtype)
+
+    def forward(self, input, output_size: Optional[List[int]] = None):
+        return self._transposed_forward(F.conv_transpose3d, input, output_size)
 
 
 class Unfold(Module):

@@ -443,6 +443,19 @@ class Module:
     def cpu(self) -> "Module":
         return self
 
+    def cuda(self, device=None) -> "Module":
+        """Moves every parameter and buffer with `Tensor.cuda`: raises PyTorch's error on a machine without
+        CUDA, as soon as there is one (a module without tensors stays as it is)."""
+        for t in itertools.chain(self.parameters(), self.buffers()):
+            t.cuda(device)
+        return self
+
+    def xpu(self, device=None) -> "Module":
+        """As `cuda`, for XPU."""
+        for t in itertools.chain(self.parameters(), self.buffers()):
+            t.xpu(device)
+        return self
+
     def type(self, dst_type) -> "Module":
         return self.to(dst_type)
 

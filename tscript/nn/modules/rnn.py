@@ -8,10 +8,12 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
+from typing import Optional, Tuple
 
 import tscript as torch
 
 from ..._creation import empty
+from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -292,6 +294,10 @@ class LSTM(RNNBase):
         super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
                          proj_size, device=device, dtype=dtype)
 
+    def forward(self, input, hx: Optional[Tuple[Tensor, Tensor]] = None):
+        """(output, (h_n, c_n)); `hx` is (h_0, c_0) or None (zeros)."""
+        return super().forward(input, hx)
+
     def get_expected_cell_size(self, input, batch_sizes=None) -> tuple:
         mini_batch = input.size(0) if self.batch_first else input.size(1)
         return self.num_layers * self._directions, mini_batch, self.hidden_size
@@ -389,11 +395,10 @@ class RNNCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, num_chunks=1, device=device, dtype=dtype)
         self.nonlinearity = nonlinearity
 
-    def forward(self, input, hx=None):
-        modes = {"tanh": "RNN_TANH", "relu": "RNN_RELU"}
-        if self.nonlinearity not in modes:
+    def forward(self, input, hx: Optional[Tensor] = None):
+        if self.nonlinearity not in ("tanh", "relu"):
             raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
-        return self._single(modes[self.nonlinearity], input, hx)
+        return self._single("RNN_TANH" if self.nonlinearity == "tanh" else "RNN_RELU", input, hx)
 
 
 class GRUCell(RNNCellBase):
@@ -412,7 +417,7 @@ class LSTMCell(RNNCellBase):
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None):
         super().__init__(input_size, hidden_size, bias, num_chunks=4, device=device, dtype=dtype)
 
-    def forward(self, input, hx=None):
+    def forward(self, input, hx: Optional[Tuple[Tensor, Tensor]] = None):
         if input.dim() not in (1, 2):
             raise ValueError(f"LSTMCell: Expected input to be 1D or 2D, got {input.dim()}D instead")
         for i, value in enumerate(hx or ()):

@@ -25,7 +25,11 @@ class DataLoader:
                  timeout: float = 0, worker_init_fn: Callable | None = None, generator=None, *,
                  prefetch_factor: int | None = None, persistent_workers: bool = False):
         _check_worker_options(num_workers, timeout, persistent_workers)
+        if pin_memory:
+            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device pinned "
+                          "memory won't be used.", UserWarning, stacklevel=2)
         self.dataset, self.num_workers, self.generator = dataset, num_workers, generator
+        self.pin_memory = pin_memory
         self._iterable = isinstance(dataset, IterableDataset)
         if self._iterable:
             _check_iterable_options(shuffle, sampler, batch_sampler)
@@ -80,6 +84,11 @@ class DataLoader:
         if self.batch_size is None:
             return n
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+
+def get_worker_info():
+    """None: samples are loaded in the main process (PyTorch's answer outside a worker)."""
+    return None
 
 
 def _check_worker_options(num_workers: int, timeout: float, persistent_workers: bool) -> None:

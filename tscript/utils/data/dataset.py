@@ -6,12 +6,14 @@ import bisect
 import itertools
 import math
 import warnings
-from typing import Sequence
+from typing import Generic, Sequence, TypeVar
 
 from ..._tensor import Tensor
 
+T_co = TypeVar("T_co", covariant=True)
 
-class Dataset:
+
+class Dataset(Generic[T_co]):
     """A map-style dataset: subclasses implement `__getitem__(index)` and usually `__len__`."""
 
     def __getitem__(self, index):

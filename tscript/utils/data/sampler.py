@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import itertools
-from typing import Iterable, Sequence
+from typing import Generic, Iterable, Sequence, TypeVar
+
+T_co = TypeVar("T_co", covariant=True)
 
 
-class Sampler:
+class Sampler(Generic[T_co]):
     """Base class: subclasses implement `__iter__` over indices (and `__len__` when known)."""
 
     def __init__(self, data_source=None):

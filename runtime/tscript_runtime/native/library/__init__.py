@@ -1,4 +1,5 @@
-"""The kernel library: native functions any compiled model may call (GEMMs for few rows, im2col,
+"""The kernel library: native functions any compiled model may call (GEMMs for few rows, a packed GEMM
+for many (packed_gemm.py), im2col,
 max-pooling, running a kernel's two halves at once on a native worker thread). They are the same for every model, so they are built once — one LLVM module, compiled
 for this CPU through the on-disk object cache, linked once per process — and models' code imports
 them by name, like the BLAS. The names carry the ABI, so a changed signature must get a new name.
@@ -20,9 +21,11 @@ FUNCTIONS = {
     "tscript_max_pool2d_f32": ("conv", "define_max_pool2d", ["i64*", "f32*", "f32*"]),
     "tscript_max_pool2d_f64": ("conv", "define_max_pool2d", ["i64*", "f64*", "f64*"]),
     "tscript_parallel2": ("parallel", "define_pool", ["i8*", "i64*", "i8*", "i64*", "i8*", "i64*", "f64*"]),
+    "tscript_sgemm_f32": ("packed_gemm", "define_sgemm", ["i32", "i32", "i64", "i64", "i64", "f32*", "i64", "f32*",
+                                                          "i64", "f32", "f32*", "i64", "f32*"]),
 }
 NAMES = frozenset(FUNCTIONS)
-_POOL = ("tscript_pool_worker", "tscript_pool_reset")  # exported for this package, not models' code
+_POOL = ("tscript_pool_worker", "tscript_pool_reset", "tscript_pool_hold")  # for this package, not models' code
 _PARALLEL2 = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 7)
 _lock = threading.Lock()
 _state: dict = {}
@@ -35,8 +38,8 @@ def declare(module, name: str):
         return module.get_global(name)
     except KeyError:
         pass
-    types = {"f32": ir.FloatType(), "f64": ir.DoubleType(), "i64": ir.IntType(64), "i8": ir.IntType(8),
-             "i1": ir.IntType(1)}
+    types = {"f32": ir.FloatType(), "f64": ir.DoubleType(), "i64": ir.IntType(64), "i32": ir.IntType(32),
+             "i8": ir.IntType(8), "i1": ir.IntType(1)}
     args = [types[t.rstrip("*")].as_pointer() if t.endswith("*") else types[t] for t in FUNCTIONS[name][2]]
     return ir.Function(module, ir.FunctionType(ir.VoidType(), args), name)
 
@@ -53,7 +56,7 @@ def _module():
     module.triple = host()["triple"]
     for name, (builder, function, _) in FUNCTIONS.items():
         define = getattr(importlib.import_module(f"{__name__}.{builder}"), function)
-        if builder in ("gemm", "parallel"):
+        if builder in ("gemm", "parallel", "packed_gemm"):
             define(module)
         else:
             define(module, np.float32 if name.endswith("f32") else np.float64)
@@ -88,23 +91,43 @@ def addresses() -> dict[str, int]:
 
 def parallel2():
     """`tscript_parallel2` as a ctypes function (see parallel.py), its worker thread started the first
-    time (once per process)."""
+    time (once per process) unless `set_threads(1)` said otherwise."""
     run = _state.get("parallel2")
     if run is None:
         found = addresses()
         with _lock:
             run = _state.get("parallel2")
             if run is None:
-                worker = ctypes.CFUNCTYPE(None)(found["tscript_pool_worker"])
-                threading.Thread(target=worker, name="tscript-kernels", daemon=True).start()
+                if _state.get("threads", 2) > 1:
+                    _start_worker(found)
                 run = _state["parallel2"] = _PARALLEL2(found["tscript_parallel2"])
     return run
+
+
+def set_threads(n: int) -> None:
+    """1: every launch runs both halves on its caller's thread (the worker is not started, or is held
+    off and sleeps); 2 or more: the second half goes to the worker (the default)."""
+    with _lock:
+        _state["threads"] = n
+        if "parallel2" not in _state:
+            return  # nothing started yet: parallel2() reads the setting
+        if n > 1 and not _state.get("worker"):
+            _start_worker(_state["addresses"])
+        elif _state.get("worker"):
+            ctypes.CFUNCTYPE(None, ctypes.c_int32)(_state["addresses"]["tscript_pool_hold"])(int(n == 1))
+
+
+def _start_worker(found: dict) -> None:
+    worker = ctypes.CFUNCTYPE(None)(found["tscript_pool_worker"])
+    threading.Thread(target=worker, name="tscript-kernels", daemon=True).start()
+    _state["worker"] = True
 
 
 def _after_fork() -> None:
     """In a forked child the worker thread does not exist: forget it (the next split starts one)."""
     global _lock
     _lock = threading.Lock()
+    _state.pop("worker", None)
     if _state.pop("parallel2", None) is not None:
         ctypes.CFUNCTYPE(None)(_state["addresses"]["tscript_pool_reset"])()
 

@@ -21,7 +21,7 @@ from functools import reduce
 import numpy as np
 from llvmlite import ir
 
-from ...graph_entry import GEOMETRY
+from ...entry_steps import GEOMETRY
 from .gemm import _intrinsic
 from .loops import carried, counted
 

@@ -9,6 +9,8 @@ costs tens: waking a thread, taking the GIL, building a ctypes call).
         busy with another caller's job); fn has the kernel ABI of kernel.py.
     void tscript_pool_worker()   the worker's loop; never returns (run it on a thread of its own)
     void tscript_pool_reset()    forget the worker (in a child after fork(), where it does not exist)
+    void tscript_pool_hold(i32 on)   on: keep the worker for no caller (every launch then runs both
+        halves on its caller's thread; waits for a job in progress to end); off: release it again
 
 glibc's mutex and condition variable are all-zero when initialized; 64 bytes hold either.
 """
@@ -24,7 +26,8 @@ YIELD_EVERY = 16  # polls between sched_yield()s (a BLAS thread waiting for this
 TIMESPEC = ir.LiteralStructType([I64, I64])
 CLOCK_MONOTONIC = 1
 IDLE, POSTED, DONE, RUNNING = 0, 1, 2, 3
-PARALLEL2, WORKER, RESET = "tscript_parallel2", "tscript_pool_worker", "tscript_pool_reset"
+PARALLEL2, WORKER, RESET, HOLD = "tscript_parallel2", "tscript_pool_worker", "tscript_pool_reset", "tscript_pool_hold"
+HELD = 2  # the `owner` flag while the pool is held: no caller can take the worker (1: a caller has it)
 _SYNC = ("state", "owner", "sleeping", "started")  # i32 flags
 _JOB = ("fn", "sizes", "ptrs", "strides", "scalars")
 
@@ -37,6 +40,7 @@ def define_pool(module: ir.Module) -> None:
     _define_parallel2(module, g)
     _define_worker(module, g)
     _define_reset(module, g)
+    _define_hold(module, g)
 
 
 class _Globals:
@@ -191,4 +195,22 @@ def _define_reset(module: ir.Module, g: _Globals) -> None:
         b.store(I32(0), getattr(g, name))
     for v in (g.mutex, g.cond):
         b.store(ir.Constant(v.value_type, None), v)
+    b.ret_void()
+
+
+def _define_hold(module: ir.Module, g: _Globals) -> None:
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I32]), HOLD)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    take, spin, done = (fn.append_basic_block(n) for n in ("take", "spin", "done"))
+    with b.if_then(b.icmp_unsigned("==", fn.args[0], I32(0))):  # release (a no-op unless held)
+        b.cmpxchg(g.owner, I32(HELD), I32(0), "acq_rel", "monotonic")
+        b.ret_void()
+    b.branch(take)
+    b.position_at_end(take)  # take the worker from "free", as a caller would; already held is fine
+    old = b.extract_value(b.cmpxchg(g.owner, I32(0), I32(HELD), "acquire", "monotonic"), 0)
+    b.cbranch(b.icmp_unsigned("==", old, I32(1)), spin, done)
+    b.position_at_end(spin)  # a caller's job is running: wait for it to end
+    b.call(g.pause, [])
+    b.branch(take)
+    b.position_at_end(done)
     b.ret_void()

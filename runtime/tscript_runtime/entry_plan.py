@@ -1,0 +1,411 @@
+"""Call plans of the whole-graph entry: for one input signature, every plan slot's value (shapes by the
+op table's rules, arena offsets, kernel sizes and strides, GEMM, convolution, indexing and reduction
+dimensions), or Unplannable (the executor runs that signature)."""
+from __future__ import annotations
+
+import ctypes
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .arena import place
+from .entry_layout import EntryLayout
+from .entry_steps import (ALIASES, AVG_POOLS, CONVS, GEMM_DTYPES, GEMM_SLOTS, GEMMS, MAX_BATCH_RANK, NO_TRANS,
+                          OFFSET_VIEWS, SHAPE_READS, STRIDED_VIEWS, TRANS, VIEW_LISTS, CatStep, GatherStep, GemmStep,
+                          KernelStep, ReduceStep, ScatterStep, WindowStep, window_slots)
+from .graph_json import TensorRef, decode_attr
+from .ops import OPS
+from .ops.reductions import reduce_dims
+from .ops.registry import TensorMeta
+from .prims import GROUPS
+
+@dataclass
+class CallPlan:
+    """One input signature's data for the entry: the numbers the entry's code reads."""
+    ints: object              # ctypes int64 array: the plan slots
+    scalars: object           # ctypes double array: the kernels' scalar inputs
+    arena: int                # bytes of arena the entry uses
+    outputs: list             # (shape, dtype) of each output root
+    views: list               # per tensor output: (source, index, shape, byte strides or None, byte offset),
+    #                           source OUT (index into outputs), INPUT (into tensor inputs) or FIXED
+    direct: bool = False      # are the output roots the graph's outputs as they are?
+
+    def __post_init__(self):
+        self.address, self.scalars_address = ctypes.addressof(self.ints), ctypes.addressof(self.scalars)
+
+
+class Unplannable(Exception):
+    """The entry cannot run this signature (the executor does)."""
+
+
+def make_plan(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> CallPlan:
+    """The call plan for graph inputs `args` and fixed arrays `fixed` (all C-contiguous)."""
+    env, kernel_plans = _evaluate(layout, launchers, args, fixed)
+    ints = (ctypes.c_int64 * max(layout.n_slots, 1))()
+    scalars = (ctypes.c_double * max(layout.n_scalars, 1))()
+    nodes = layout.graph["nodes"]
+    for step in layout.steps:
+        if isinstance(step, KernelStep):
+            _plan_kernel(step, kernel_plans[step.node], env, ints, scalars)
+        else:
+            _PLANNERS[type(step)](step, nodes[step.node], env, ints)
+    for view, slot in layout.offset_slots.items():
+        ints[slot] = _address(env[view]) - _address(env[layout.root_of[view]])
+    arena = _place_arena(layout, env, ints)
+    outputs = [(tuple(env[r].shape), np.dtype(env[r].dtype)) for r in layout.outputs]
+    views = [(*_view_source(layout, layout.root_of[o]), env[o].shape,
+              None if env[o].flags.c_contiguous else env[o].strides,
+              _address(env[o]) - _address(env[layout.root_of[o]])) for o in layout.results]
+    direct = not layout.containers and [(OUT, i, shape, None, 0) for i, (shape, _) in enumerate(outputs)] == views
+    return CallPlan(ints, scalars, arena, outputs, views, direct)
+
+
+OUT, INPUT, FIXED = 0, 1, 2  # where an output's data is: an output array, a tensor input, a fixed array
+
+
+def _view_source(layout: EntryLayout, root: str) -> tuple:
+    """(OUT | INPUT | FIXED, index among those) of the buffer `root`."""
+    if root in layout.outputs:
+        return OUT, layout.outputs.index(root)
+    base = layout.roots[root].base
+    return (INPUT, base - 1) if base <= len(layout.inputs) else (FIXED, base - 1 - len(layout.inputs))
+
+
+def _evaluate(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> tuple[dict, dict]:
+    """Every value of the graph for this signature (arrays for inputs and fixed arrays, data-less
+    arrays with the shape, dtype and strides of computed tensors, Python values for the rest), and
+    the launch plan of each kernel node."""
+    env = {v["name"]: a for v, a in zip(layout.graph["inputs"], args)}
+    fixed_values = iter(fixed)
+    kernel_plans = {}
+    for index, node in enumerate(layout.graph["nodes"]):
+        kind, outs = node["kind"], [o["name"] for o in node["outputs"]]
+        attrs = node.get("attrs", {})
+        if kind == "prim::GetAttr":
+            value = next(fixed_values) if layout.kinds[outs[0]] == "tensor" else None
+        elif kind == "prim::Constant":
+            value = decode_attr(attrs["value"]) if "value" in attrs else None
+            if isinstance(value, TensorRef):
+                value = next(fixed_values)
+        elif kind in ("prim::ListConstruct", "prim::TupleConstruct"):
+            value = (list if kind == "prim::ListConstruct" else tuple)(env[v] for v in node["inputs"])
+        elif kind in GROUPS:
+            launcher = launchers[attrs["kernel"]]
+            tensors = [env[v] for v, k in zip(node["inputs"], launcher.kinds) if k == "tensor"]
+            kernel_plans[index] = kplan = launcher._plan(tensors)
+            value = [_dataless(kplan.out_shape, d) for d in launcher.out_dtypes]
+            value = value[0] if len(value) == 1 else value
+        elif kind in STRIDED_VIEWS or kind in OFFSET_VIEWS or kind in VIEW_LISTS:
+            value = OPS[kind].kernel(*[env[v] for v in node["inputs"]])  # numpy views: nothing is read
+        elif kind == "prim::ListUnpack":
+            value = tuple(env[node["inputs"][0]])
+        elif kind in ALIASES:
+            value = _alias(kind, env[node["inputs"][0]], _op_value(OPS[kind], [_meta(env[v]) for v in node["inputs"]]))
+        else:
+            value = _op_value(OPS[kind], [_meta(env[v]) for v in node["inputs"]])
+            if isinstance(value, TensorMeta):
+                value = _dataless(value.shape, value.dtype)
+        if len(outs) == 1:
+            env[outs[0]] = value
+        else:
+            env.update(zip(outs, value))
+    return env, kernel_plans
+
+
+def _meta(x):
+    return TensorMeta(x.shape, x.dtype) if isinstance(x, np.ndarray) else x
+
+
+def _alias(kind: str, x: np.ndarray, meta: TensorMeta) -> np.ndarray:
+    """x seen with the shape `meta` says, as a view (a reshape numpy can make without copying), or
+    Unplannable: a copy would have to run, and x may be a data-less array."""
+    if kind == "aten::contiguous" and not x.flags.c_contiguous:
+        raise Unplannable("contiguous() of a non-contiguous tensor (a copy)")
+    try:
+        return np.reshape(x, meta.shape, copy=False)
+    except ValueError:
+        raise Unplannable(f"{kind} of a tensor whose strides need a copy") from None
+
+
+def _address(x: np.ndarray) -> int:
+    return x.__array_interface__["data"][0]
+
+
+def _op_value(op, args: list):
+    """An op's result while planning: TensorMeta(s) by its rules, or its kernel on Python values
+    (shape reads take TensorMetas: they only look at shape, dtype and rank)."""
+    if (op.tensor_pos or op.list_pos) and op.name not in SHAPE_READS:
+        return op.meta(*args)
+    return op.kernel(*args)
+
+
+def _contiguous_strides(shape: tuple, itemsize: int) -> tuple:
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _dataless(shape, dtype) -> np.ndarray:
+    """A C-contiguous array of `shape` and `dtype` that holds no data: what planning knows of a
+    computed tensor (never read: only shapes and strides are looked at, and views made)."""
+    d = np.dtype(dtype)
+    return np.lib.stride_tricks.as_strided(np.zeros(1, d), tuple(shape), _contiguous_strides(tuple(shape), d.itemsize))
+
+
+def _plan_kernel(step: KernelStep, kplan, env: dict, ints, scalars) -> None:
+    n = step.rank * (1 + len(step.outputs) + len(step.tensors))
+    ints[step.sizes:step.sizes + step.rank] = list(kplan.sizes)[:step.rank]
+    ints[step.sizes + step.rank:step.sizes + n] = list(kplan.strides)[:n - step.rank]
+    at, rank = step.split, step.rank
+    ints[at] = kplan.halves is not None
+    if kplan.halves is not None:
+        first, second = (list(h)[:rank] for h in kplan.halves)
+        ints[at + 1:at + 1 + 2 * rank + len(kplan.offsets)] = first + second + list(kplan.offsets)
+    for j, v in enumerate(step.scalars):
+        scalars[step.first_scalar + j] = float(env[v])
+
+
+def _plan_gemm(step: GemmStep, node: dict, env: dict, ints) -> None:
+    """C (M, N) = op(A) @ op(B) (+ bias rows), once or for every index of up to MAX_BATCH_RANK batch
+    dims (broadcast as matmul does): A and B are read as stored (row-major, or a transposed row-major
+    matrix: BLAS's transpose flags; rows any distance apart), anything else is for the executor."""
+    a, b, out = env[step.a], env[step.b], env[step.out]
+    bias = env[step.bias] if step.bias is not None else None
+    dtype = {f: d for d, f in GEMM_DTYPES.items()}[step.function]
+    if any(t.dtype != dtype for t in (a, b, out) + ((bias,) if bias is not None else ())):
+        raise Unplannable(f"{step.kind} of mixed dtypes")
+    ins = node["inputs"]
+    if any(i < len(ins) and env[ins[i]] != 1 for i in GEMMS[step.kind].units):
+        raise Unplannable(f"{step.kind} with beta or alpha other than 1")
+    if a.ndim == 0 or b.ndim == 0 or (step.trans_b and b.ndim != 2):
+        raise Unplannable(f"{step.kind} of shapes {a.shape} and {b.shape}")
+    a, b = (a if a.ndim > 1 else a[None, :]), (b.T if step.trans_b else b if b.ndim > 1 else b[:, None])
+    a, b, batch = _batch(a, b)
+    (m, k), n = a.shape[-2:], b.shape[-1]
+    count = int(np.prod(batch, dtype=np.int64))
+    if b.shape[-2] != k or out.size != count * m * n:
+        raise Unplannable(f"{step.kind} of shapes {a.shape} and {b.shape}")
+    index = (0,) * len(batch)
+    trans_a, lda = _operand(a[index], m, k)
+    trans_b, ldb = _operand(b[index], k, n)
+    c_strides = _contiguous_strides(tuple(batch) + (m * n,), out.itemsize)[:-1]
+    pad = MAX_BATCH_RANK - len(batch)  # (batch dims padded in front: size 1, strides 0)
+    values = [trans_a, trans_b, m, n, k, lda, ldb, max(n, 1), _bias_rows(bias, m, n), count,
+              *(1,) * pad, *(int(d) for d in batch),
+              *[s for x in (a.strides[:-2], b.strides[:-2], c_strides) for s in (0,) * pad + tuple(x)]]
+    ints[step.dims:step.dims + len(GEMM_SLOTS)] = values
+
+
+def _batch(a: np.ndarray, b: np.ndarray) -> tuple:
+    """(A, B, batch shape): A's leading dims flattened into its rows when B is a matrix and they flatten
+    without a copy (one product); else both broadcast to their common batch dims (views, nothing read)."""
+    if b.ndim == 2:
+        try:
+            return np.reshape(a, (-1, a.shape[-1]), copy=False), b, ()
+        except ValueError:
+            pass
+    try:
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise Unplannable(f"batch dims {a.shape[:-2]} and {b.shape[:-2]} do not broadcast") from None
+    if len(batch) > MAX_BATCH_RANK:
+        raise Unplannable(f"more than {MAX_BATCH_RANK} batch dims")
+    return np.broadcast_to(a, batch + a.shape[-2:]), np.broadcast_to(b, batch + b.shape[-2:]), batch
+
+
+def _operand(x: np.ndarray, rows: int, cols: int) -> tuple[int, int]:
+    """(transpose flag, leading dimension) of a (rows, cols) matrix stored row-major or as the
+    transpose of a row-major matrix, its rows (columns) any whole number of elements apart."""
+    size = x.itemsize
+    if x.ndim != 2:
+        raise Unplannable("a GEMM operand that is not a matrix")
+    step0, step1 = x.strides
+    if (cols <= 1 or step1 == size) and (rows <= 1 or step0 % size == 0 and step0 // size >= cols):
+        return NO_TRANS, step0 // size if rows > 1 else max(cols, 1)
+    if (rows <= 1 or step0 == size) and (cols <= 1 or step1 % size == 0 and step1 // size >= rows):
+        return TRANS, step1 // size if cols > 1 else max(rows, 1)
+    raise Unplannable("a GEMM operand with other strides")
+
+
+def _matrix(x: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    """x as a (rows, cols) matrix without copying (its leading dims flattened), or Unplannable."""
+    try:
+        return np.reshape(x, (rows, cols), copy=False)
+    except ValueError:
+        raise Unplannable("a GEMM operand whose leading dims do not flatten without a copy") from None
+
+
+def _bias_rows(bias, m: int, n: int) -> int:
+    """Elements between the bias rows added to C's rows (0: one row for all)."""
+    if bias is None:
+        return 0
+    if bias.ndim == 1 and bias.shape == (n,) and (n <= 1 or bias.strides[0] == bias.itemsize):
+        return 0
+    if bias.ndim == 2 and bias.shape[1] == n and bias.shape[0] in (1, m) and (n <= 1 or bias.strides[1] == bias.itemsize):
+        return 0 if bias.shape[0] == 1 else bias.strides[0] // bias.itemsize
+    raise Unplannable(f"a bias of shape {bias.shape}")
+
+
+def _plan_window(step: WindowStep, node: dict, env: dict, ints) -> None:
+    """The slots of a conv2d (CONV_SLOTS; the scratch size is replaced by its offset when the arena is
+    placed), max_pool2d (GEOMETRY) or average pooling (AVG_SLOTS) with C-contiguous float operands."""
+    x, out = env[step.input], env[step.out]
+    operands = [env[v] for v in (step.input, step.weight, step.bias) if v is not None]
+    dtype = np.float32 if step.function.endswith("f32") else np.float64
+    if any(not t.flags.c_contiguous or t.dtype != dtype for t in operands + [out]) or x.ndim not in (3, 4):
+        raise Unplannable(f"{step.kind} of non-contiguous operands or other dtypes than its code's")
+    args = [env[v] for v in node["inputs"]]
+    plan = {"aten::conv2d": _plan_conv, "aten::conv_transpose2d": _plan_conv_transpose}.get(step.kind) or \
+        (_plan_avg_pool if step.kind in AVG_POOLS else _plan_max_pool)
+    values = plan(step, env, x, args)
+    ints[step.dims:step.dims + len(values)] = values
+
+
+def _plan_conv(step: WindowStep, env: dict, x, args: list) -> list:
+    from .ops.conv import _conv_geometry
+    w, groups = env[step.weight], args[6]
+    g = _conv_geometry("conv2d", 2, _meta(x), _meta(w), _meta(env[step.bias]) if step.bias else None, *args[3:7])
+    c, h, wd = x.shape[-3:]
+    kernel, per_group = tuple(w.shape[2:]), c // groups
+    k, length = per_group * kernel[0] * kernel[1], g.out[0] * g.out[1]
+    return [per_group, h, wd, *kernel, *g.stride, *g.padding, *g.dilation, *g.out,
+            x.shape[0] if x.ndim == 4 else 1, w.shape[0] // groups, k, length, groups, k * length * x.itemsize]
+
+
+def _plan_conv_transpose(step: WindowStep, env: dict, x, args: list) -> list:
+    from .ops.conv import _transposed_geometry
+    w, groups = env[step.weight], args[6]
+    g = _transposed_geometry(_meta(x), _meta(w), _meta(env[step.bias]) if step.bias else None, args[3], args[4],
+                             args[5], groups, args[7])
+    c, h, wd = x.shape[-3:]
+    out_per_group, kernel = w.shape[1], tuple(w.shape[2:])
+    scratch = out_per_group * kernel[0] * kernel[1] * h * wd * x.itemsize
+    return [c // groups, h, wd, *kernel, *g.stride, *g.padding, *g.dilation, *g.out,
+            x.shape[0] if x.ndim == 4 else 1, out_per_group, groups, scratch]
+
+
+def _plan_max_pool(step: WindowStep, env: dict, x, args: list) -> list:
+    from .ops.conv import _pool_geometry
+    g = _pool_geometry("max_pool2d", _meta(x), *args[1:6])
+    planes = int(np.prod(x.shape[:-2], dtype=np.int64))
+    return [planes, *x.shape[-2:], *g.kernel, *g.stride, *g.padding, *g.dilation, *g.out]
+
+
+def _plan_avg_pool(step: WindowStep, env: dict, x, args: list) -> list:
+    from .ops.conv import _adaptive_geometry, _avg_geometry
+    planes, size = int(np.prod(x.shape[:-2], dtype=np.int64)), x.shape[-2:]
+    if step.kind == "aten::adaptive_avg_pool2d":
+        return [planes, *size, *_adaptive_geometry(_meta(x), args[1]), 0, 0, 1, 1, 0, 0, 1, 0, 0]
+    g = _avg_geometry("avg_pool2d", _meta(x), *args[1:4], args[4], args[6])
+    return [planes, *size, *g.out, *g.kernel, *g.stride, *g.padding, 0, int(bool(args[5])), args[6] or 0]
+
+
+def _plan_cat(step: CatStep, node: dict, env: dict, ints) -> None:
+    """The rows of the output (its dims before the cat dim) and each input's slice of a row, in
+    bytes; inputs C-contiguous and of the output's dtype."""
+    out, parts = env[step.out], [env[v] for v in step.inputs]
+    if any(not t.flags.c_contiguous or t.dtype != out.dtype for t in parts):
+        raise Unplannable("aten::cat of non-contiguous inputs or mixed dtypes")
+    dim = env[node["inputs"][1]]
+    dim = dim + out.ndim if dim < 0 else dim
+    outer = int(np.prod(out.shape[:dim], dtype=np.int64))
+    values, offset = [outer, out.nbytes // outer if outer else 0], 0
+    for t in parts:
+        chunk = t.nbytes // outer if outer else 0
+        values += [offset, chunk]
+        offset += chunk
+    ints[step.dims:step.dims + len(values)] = values
+
+
+def _plan_gather(step: GatherStep, node: dict, env: dict, ints) -> None:
+    """Source and index seen as (outer, n, inner) around the dim; all C-contiguous."""
+    source, index = env[step.source], env[step.index]
+    ints[step.dims:step.dims + step.n_slots] = _along(step.kind, source, index, env[node["inputs"][1]],
+                                                      source.dtype)
+
+
+def _plan_scatter(step: ScatterStep, node: dict, env: dict, ints) -> None:
+    """As a gather from the output's point of view, then whether values add up."""
+    source, index, src = env[step.source], env[step.index], env[step.src]
+    if src.dtype != source.dtype or not src.flags.c_contiguous:
+        raise Unplannable(f"{step.kind} of non-contiguous or other-typed values")
+    if step.kind == "aten::index_put":
+        along = _along("aten::index_select", source, index, 0, source.dtype)
+        if src.shape != (index.size,) + source.shape[1:]:
+            raise Unplannable("index_put of values that are broadcast")
+        add = bool(env[step.accumulate]) if step.accumulate is not None else False
+    else:
+        along, add = _along("aten::gather", source, index, env[node["inputs"][1]], source.dtype), True
+        if src.shape != index.shape:
+            raise Unplannable("scatter_add of a source shaped other than its index")
+    ints[step.dims:step.dims + step.n_slots] = along + [int(add)]
+
+
+def _along(kind: str, source, index, dim, dtype) -> list:
+    """GATHER_SLOTS for indexing `source` along `dim` by `index`: whole slices (index_select) or, for
+    gather, one element per index element (the index matching the source in every other dim)."""
+    if not source.flags.c_contiguous or not index.flags.c_contiguous:
+        raise Unplannable(f"{kind} of a non-contiguous source or index")
+    shape = source.shape or (1,)
+    dim = dim + len(shape) if dim < 0 else dim
+    outer, inner = math.prod(shape[:dim]), math.prod(shape[dim + 1:])
+    if kind == "aten::gather" and (index.shape or (1,))[:dim] + (index.shape or (1,))[dim + 1:] != \
+            shape[:dim] + shape[dim + 1:]:
+        raise Unplannable("gather by an index smaller than its source")
+    n_index = index.size if kind != "aten::gather" else (index.shape or (1,))[dim]
+    return [outer, shape[dim], n_index, inner, np.dtype(dtype).itemsize, index.itemsize]
+
+
+def _plan_reduce(step: ReduceStep, node: dict, env: dict, ints) -> None:
+    """The reduced dims as one run: (outer, reduced, inner) of a C-contiguous source."""
+    source, out = env[step.source], env[step.out]
+    ins = [env[v] for v in node["inputs"]]
+    if not source.flags.c_contiguous or out.dtype != source.dtype:
+        raise Unplannable(f"{node['kind']} of a non-contiguous source or to another dtype")
+    dims = set(reduce_dims(source, ins[1] if len(ins) > 1 else None, node["kind"]))
+    wide = [d for d in range(source.ndim) if source.shape[d] != 1]  # size-1 dims go anywhere
+    run = [d for d in wide if d in dims]
+    if run and any(d not in dims for d in wide if run[0] < d < run[-1]):
+        raise Unplannable(f"{node['kind']} over dims that are not adjacent")
+    first, last = (run[0], run[-1]) if run else (source.ndim, source.ndim - 1)
+    count = math.prod(source.shape[d] for d in dims)
+    mean = node["kind"] == "aten::mean"
+    ints[step.dims:step.dims + step.n_slots] = [math.prod(source.shape[:first]), math.prod(source.shape[first:last + 1]),
+                                                math.prod(source.shape[last + 1:]), count if mean else 1]
+
+
+# step type -> its call plan
+_PLANNERS = {GemmStep: _plan_gemm, WindowStep: _plan_window, CatStep: _plan_cat, GatherStep: _plan_gather,
+             ScatterStep: _plan_scatter, ReduceStep: _plan_reduce}
+
+
+def _nbytes(meta) -> int:
+    return int(np.prod(meta.shape, dtype=np.int64)) * np.dtype(meta.dtype).itemsize
+
+
+def _place_arena(layout: EntryLayout, env: dict, ints) -> int:
+    """Arena offsets (arena.py) of the computed roots not in outputs, each alive from its step to
+    the last reader of it or of a view of it, and of each convolution's im2col scratch, alive during
+    its step; returns the arena's size."""
+    last = {}
+    for i, step in enumerate(layout.steps):
+        for v in step.values():
+            last[layout.root_of[v]] = i
+    buffers, slots = [], []
+    for i, step in enumerate(layout.steps):
+        for v in step.outputs:
+            root = layout.roots[v]
+            if root.base == 0:
+                buffers.append((_nbytes(env[v]), i, last.get(v, i)))
+                slots.append(root.slot)
+        if isinstance(step, WindowStep) and step.kind in CONVS:
+            scratch = step.dims + window_slots(step.kind).index("scratch")
+            buffers.append((ints[scratch], i, i))
+            slots.append(scratch)
+    offsets, top = place(buffers)
+    for slot, offset in zip(slots, offsets):
+        ints[slot] = offset
+    return top

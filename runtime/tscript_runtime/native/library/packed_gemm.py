@@ -1,0 +1,490 @@
+"""A packed, register-blocked float32 GEMM for products of many rows (BLIS's loop structure):
+
+    void tscript_sgemm_f32(i32 trans_a, i32 trans_b, i64 M, i64 N, i64 K, float* A, i64 lda,
+                           float* B, i64 ldb, float beta, float* C, i64 ldc, float* pack)
+
+computes C = op(A) @ op(B) + beta * C, row-major like `cblas_sgemm` with alpha 1: op(A) is (M, K),
+op(B) is (K, N), a transpose flag is CBLAS's 111 (no transpose; any other value transposes: 112,
+113). With beta 0, C is only written (NaN or garbage there does not propagate); K = 0 gives beta * C.
+`pack` is caller-owned scratch of at least `pack_bytes(M, N, K)` bytes (any alignment; at most
+~1.1 MB, less for small products), used by one call at a time, its contents not kept between calls.
+
+Blocking. For each block of NC columns and KC steps of K, op(B) is packed into micro-panels of KC x NR
+(NR = 64 floats, zero-padded at the right edge; a transposed B is turned around 16 x 16 at a time in
+registers). For each MR = 6 rows, the micro-kernel then walks those panels with the 6 x KC block of A
+held in L1 and the panels streaming from L2; it keeps C's 6 x 64 tile in 24 zmm accumulators and per
+step of K loads 4 vectors of B and broadcasts 6 values of A into 24 FMAs. A row-major A is read in
+place (its 6 rows are 6 sequential streams); a transposed A's 6 rows are packed first (turned around
+16 x 16 in registers). Rows past the last whole micro-panel get a kernel for that many rows, and the
+last columns a kernel for that many vectors with masked loads and stores of C, so nothing outside
+C's M x N values is read or written.
+
+Two cores: with at least `BLOCKING.split_min` multiply-adds the larger of M and N is cut in two and
+the halves run at once through `tscript_parallel2`, each packing into its own half of `pack`; the
+packing both halves repeat (all of A when N is cut, all of B when M is cut) is the smaller one. A
+column or row of C is computed by the same operations whether the product is cut or not.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from .loops import carried, counted
+
+I1, I16, I32, I64, F32, F64 = ir.IntType(1), ir.IntType(16), ir.IntType(32), ir.IntType(64), ir.FloatType(), \
+    ir.DoubleType()
+I8P = ir.IntType(8).as_pointer()
+FP = F32.as_pointer()
+LANES = 16
+VEC = ir.VectorType(F32, LANES)
+VP = VEC.as_pointer()
+MASK = ir.VectorType(I1, LANES)
+NAME = "tscript_sgemm_f32"
+NO_TRANS = 111
+ALIGN = 64  # bytes: packed panels start on cache lines, so the micro-kernel's loads of B are aligned
+
+
+@dataclass(frozen=True)
+class Blocking:
+    """Register and cache blocking: MR rows x NV vectors of C in registers, K in steps of KC, columns
+    in blocks of NC (packed B, KC x NC floats, stays in L2), the K loop unrolled `unroll` times."""
+    mr: int = 6
+    nv: int = 4
+    kc: int = 256
+    nc: int = 512
+    unroll: int = 4
+    split_min: int = 1 << 21  # multiply-adds from which the two halves run at once (benchmarks/gemm.py)
+
+    def __post_init__(self):
+        if self.nr & (self.nr - 1) or self.nc % self.nr or self.kc % self.unroll:
+            raise ValueError(f"{self}: NR must be a power of two dividing NC, and KC a multiple of the unrolling")
+
+    @property
+    def nr(self) -> int:
+        return self.nv * LANES
+
+
+BLOCKING = Blocking()
+
+
+def pack_bytes(m: int, n: int, k: int, blocking: Blocking = BLOCKING) -> int:
+    """Bytes of scratch `tscript_sgemm_f32` needs for an (M, N, K) product (`pack`)."""
+    return 2 * 4 * _region_floats(n, k, blocking) + ALIGN
+
+
+def _region_floats(n: int, k: int, blocking: Blocking) -> int:
+    """Floats of one thread's packing area: B's KC x NC block, then A's MR x KC micro-panel (each a
+    whole number of cache lines)."""
+    kc = min(k, blocking.kc)
+    nc = min(-(-n // blocking.nr) * blocking.nr, blocking.nc)
+    return kc * nc + -(-kc * blocking.mr // LANES) * LANES
+
+
+def define_sgemm(module: ir.Module, blocking: Blocking = BLOCKING, name: str = NAME) -> ir.Function:
+    """Define (once per module) `name`, the GEMM described above, with `blocking`."""
+    try:
+        return module.get_global(name)
+    except KeyError:
+        pass
+    g = _Gemm(module, blocking, name)
+    return g.define_entry()
+
+
+class _Gemm:
+    """The builders of one blocking's functions (named after the entry point)."""
+
+    def __init__(self, module: ir.Module, blocking: Blocking, name: str):
+        self.module, self.k, self.name = module, blocking, name
+        self.fma = _intrinsic(module, "llvm.fma.v16f32", VEC, [VEC] * 3)
+        # (declared as conv.py declares them: the same names must have the same types in one module)
+        self.mload = _intrinsic(module, "llvm.masked.load.v16f32.p0", VEC, [FP, I32, MASK, VEC])
+        self.mstore = _intrinsic(module, "llvm.masked.store.v16f32.p0", ir.VoidType(), [VEC, FP, I32, MASK])
+        self.kernels: dict = {}
+        self.row_blocks: dict = {}
+
+    def _defined(self, suffix: str):
+        """The function `suffix` names if it is already defined, else None."""
+        try:
+            return self.module.get_global(f"{self.name}{suffix}")
+        except KeyError:
+            return None
+
+    def _load_masked(self, b, at, mask):
+        """The vector at `at`, zero in the lanes off `mask` (those are not read)."""
+        return b.call(self.mload, [b.bitcast(at, FP), I32(4), mask, ir.Constant(VEC, None)])
+
+    def _store_masked(self, b, value, at, mask) -> None:
+        b.call(self.mstore, [value, b.bitcast(at, FP), I32(4), mask])
+
+    def _function(self, suffix: str, args: list, ret=ir.VoidType(), internal=True) -> tuple:
+        fn = ir.Function(self.module, ir.FunctionType(ret, args), f"{self.name}{suffix}")
+        if internal:
+            fn.linkage = "internal"
+            fn.attributes.add("noinline")  # each is big: inlined copies only cost compile time
+        return fn, ir.IRBuilder(fn.append_basic_block("entry"))
+
+    # -- the micro-kernel ------------------------------------------------------------------------
+
+    def kernel(self, mr: int, nv: int) -> ir.Function:
+        """`kernel(kc, a, lda, bp, c, ldc, ncols, load_c, scale)`: the mr x (16 nv) tile at `c`
+        (ncols of its columns are C's) = [C * scale +] A's mr rows (a[i*lda + p]) @ the packed panel
+        `bp`."""
+        key = (mr, nv)
+        if key in self.kernels:
+            return self.kernels[key]
+        k = self.k
+        fn, b = self._function(f"_kernel{mr}x{nv}", [I64, FP, I64, FP, FP, I64, I64, I1, F32])
+        for arg in (fn.args[1], fn.args[3], fn.args[4]):
+            arg.add_attribute("noalias")
+        kc, a, lda, bp, c, ldc, ncols, load_c, scale = fn.args
+        rows = [b.gep(a, [b.mul(I64(i), lda)]) for i in range(mr)]
+        c_rows = [b.gep(c, [b.mul(I64(i), ldc)]) for i in range(mr)]
+
+        def step(p, accs):
+            ys = [b.load(b.bitcast(b.gep(bp, [b.add(b.mul(p, I64(k.nr)), I64(v * LANES))], inbounds=True), VP),
+                         align=ALIGN) for v in range(nv)]
+            out = []
+            for i in range(mr):
+                x = _splat(b, b.load(b.gep(rows[i], [p], inbounds=True)))
+                out += [b.call(self.fma, [x, y, accs[i * nv + v]]) for v, y in enumerate(ys)]
+            return out
+
+        def unrolled(p, accs):
+            for u in range(k.unroll):
+                accs = step(b.add(p, I64(u)), accs)
+            return accs
+        zero = ir.Constant(VEC, None)
+        whole = b.and_(kc, I64(-k.unroll))
+        accs = carried(b, fn, I64(0), whole, k.unroll, "k", [zero] * (mr * nv), unrolled)
+        accs = carried(b, fn, whole, kc, 1, "ktail", accs, step)
+        self._store_tile(fn, b, c_rows, nv, accs, ncols, load_c, scale)
+        b.ret_void()
+        self.kernels[key] = fn
+        return fn
+
+    def _store_tile(self, fn, b, c_rows, nv, accs, ncols, load_c, scale) -> None:
+        """C's tile = accs (+ scale * C): whole vectors, the last one masked to C's ncols columns."""
+        rem = b.sub(ncols, I64((nv - 1) * LANES))
+        full = b.icmp_signed(">=", rem, I64(LANES))
+        last = b.select(full, ir.Constant(MASK, [1] * LANES), _mask(b, rem))
+        factor = _splat(b, scale)
+        with b.if_else(load_c) as (update, overwrite):
+            for branch, loads in ((update, True), (overwrite, False)):
+                with branch:
+                    for i, row in enumerate(c_rows):
+                        for v in range(nv):
+                            at = b.bitcast(b.gep(row, [I64(v * LANES)]), VP)
+                            acc = accs[i * nv + v]
+                            if v < nv - 1:
+                                value = b.call(self.fma, [b.load(at, align=4), factor, acc]) if loads else acc
+                                b.store(value, at, align=4)
+                            else:
+                                old = self._load_masked(b, at, last) if loads else None
+                                value = b.call(self.fma, [old, factor, acc]) if loads else acc
+                                self._store_masked(b, value, at, last)
+
+    # -- packing ---------------------------------------------------------------------------------
+
+    def pack_b(self) -> ir.Function:
+        """`pack_b(src, ldb, trans, kc, nc, dest)`: op(B)'s kc x nc block at `src` (value (p, j) at
+        src[p*ldb + j], or src[j*ldb + p] when trans) into KC x NR panels (panel t at dest +
+        t*NR*kc, value (p, j) at p*NR + j), zeros right of column nc."""
+        if self._defined("_pack_b"):
+            return self._defined("_pack_b")
+        fn, b = self._function("_pack_b", [FP, I64, I1, I64, I64, FP])
+        src, ldb, trans, kc, nc, dest = fn.args
+        for arg in (src, dest):
+            arg.add_attribute("noalias")
+        nr = I64(self.k.nr)
+        whole = b.and_(nc, I64(-self.k.nr))
+        with b.if_else(trans) as (turned, plain):
+            with turned:
+                with counted(b, fn, I64(0), whole, self.k.nr, "bt") as j:
+                    self._pack_b_turned(fn, b, b.gep(src, [b.mul(j, ldb)]), ldb, kc, nr, b.gep(dest, [b.mul(j, kc)]))
+                with b.if_then(b.icmp_signed("<", whole, nc)):
+                    self._pack_b_turned(fn, b, b.gep(src, [b.mul(whole, ldb)]), ldb, kc, b.sub(nc, whole),
+                                        b.gep(dest, [b.mul(whole, kc)]), edge=True)
+            with plain:
+                self._pack_b_rows(fn, b, src, ldb, kc, nc, dest)
+        b.ret_void()
+        return fn
+
+    def _pack_b_rows(self, fn, b, src, ldb, kc, nc, dest) -> None:
+        """A row-major B, one row of the block at a time (NR floats into each panel, the last panel's
+        masked past column nc)."""
+        k = self.k
+        whole = b.and_(nc, I64(-k.nr))
+        masks = [_mask(b, b.sub(b.sub(nc, whole), I64(v * LANES))) for v in range(k.nv)]
+        with counted(b, fn, I64(0), kc, 1, "bp") as p:
+            row = b.gep(src, [b.mul(p, ldb)])
+            out = b.gep(dest, [b.mul(p, I64(k.nr))])
+
+            def copy(j, edge):
+                for v in range(k.nv):
+                    at = b.bitcast(b.gep(row, [b.add(j, I64(v * LANES))]), VP)
+                    value = self._load_masked(b, at, masks[v]) if edge else \
+                        b.load(at, align=4)
+                    to = b.gep(out, [b.add(b.mul(j, kc), I64(v * LANES))])
+                    b.store(value, b.bitcast(to, VP), align=ALIGN)
+            with counted(b, fn, I64(0), whole, k.nr, "bn") as j:
+                copy(j, False)
+            with b.if_then(b.icmp_signed("<", whole, nc)):
+                copy(whole, True)
+
+    def _pack_b_turned(self, fn, b, src, ldb, kc, cols, panel, edge=False) -> None:
+        """One panel of a transposed B (rows of B are columns of op(B)): 16 x 16 blocks transposed in
+        registers, then the last kc % 16 steps of K one value at a time."""
+        nr = self.k.nr
+        whole = b.and_(kc, I64(-LANES))
+        for v in range(self.k.nv):
+            def load_block(p, v=v):
+                rows = []
+                for r in range(LANES):
+                    j = v * LANES + r
+                    at = b.bitcast(b.gep(src, [b.add(b.mul(I64(j), ldb), p)]), VP)
+                    if edge:
+                        inside = b.icmp_signed("<", I64(j), cols)
+                        mask = b.select(inside, ir.Constant(MASK, [1] * LANES), ir.Constant(MASK, [0] * LANES))
+                        rows.append(self._load_masked(b, at, mask))
+                    else:
+                        rows.append(b.load(at, align=4))
+                return rows
+            with counted(b, fn, I64(0), whole, LANES, f"bt{v}") as p:
+                for q, value in enumerate(_transpose16(b, load_block(p))):
+                    out = b.gep(panel, [b.add(b.mul(b.add(p, I64(q)), I64(nr)), I64(v * LANES))])
+                    b.store(value, b.bitcast(out, VP), align=ALIGN)
+        with counted(b, fn, whole, kc, 1, "btail") as p:
+            with counted(b, fn, I64(0), I64(nr), 1, "btailj") as j:
+                out = b.gep(panel, [b.add(b.mul(p, I64(nr)), j)])
+                inside = b.icmp_signed("<", j, cols)
+                with b.if_else(inside) as (copy, pad):
+                    with copy:
+                        b.store(b.load(b.gep(src, [b.add(b.mul(j, ldb), p)])), out)
+                    with pad:
+                        b.store(F32(0.0), out)
+
+    def pack_a(self) -> ir.Function:
+        """`pack_a(src, lda, mr, kc, dest)`: a transposed A's mr rows (value (i, p) at src[p*lda + i])
+        as the rows of dest (value (i, p) at dest[i*kc + p]): 16 steps of K at a time transposed in
+        registers, then the last kc % 16 one value at a time."""
+        if self._defined("_pack_a"):
+            return self._defined("_pack_a")
+        fn, b = self._function("_pack_a", [FP, I64, I64, I64, FP])
+        src, lda, mr, kc, dest = fn.args
+        for arg in (src, dest):
+            arg.add_attribute("noalias")
+        mask = _mask(b, mr)
+        whole = b.and_(kc, I64(-LANES))
+        with counted(b, fn, I64(0), whole, LANES, "ap") as p:
+            columns = [self._load_masked(b, b.gep(src, [b.mul(b.add(p, I64(q)), lda)]), mask) for q in range(LANES)]
+            for i, row in enumerate(_transpose16(b, columns)[:self.k.mr]):
+                with b.if_then(b.icmp_signed("<", I64(i), mr)):
+                    b.store(row, b.bitcast(b.gep(dest, [b.add(b.mul(I64(i), kc), p)]), VP), align=4)
+        with counted(b, fn, whole, kc, 1, "atail") as p:
+            with counted(b, fn, I64(0), mr, 1, "atailrow") as i:
+                b.store(b.load(b.gep(src, [b.add(b.mul(p, lda), i)])), b.gep(dest, [b.add(b.mul(i, kc), p)]))
+        b.ret_void()
+        return fn
+
+    # -- loops around the micro-kernel -----------------------------------------------------------
+
+    def row_block(self, mr: int) -> ir.Function:
+        """`rows(kc, nc, a, lda, bp, c, ldc, load_c, scale)`: mr rows of C times every panel of a packed
+        kc x nc block of B (whole panels, then the last one's vectors)."""
+        if mr in self.row_blocks:
+            return self.row_blocks[mr]
+        k = self.k
+        fn, b = self._function(f"_rows{mr}", [I64, I64, FP, I64, FP, FP, I64, I1, F32])
+        kc, nc, a, lda, bp, c, ldc, load_c, scale = fn.args
+        whole = b.and_(nc, I64(-k.nr))
+        with counted(b, fn, I64(0), whole, k.nr, "panel") as j:
+            b.call(self.kernel(mr, k.nv), [kc, a, lda, b.gep(bp, [b.mul(j, kc)]), b.gep(c, [j]), ldc, I64(k.nr),
+                                          load_c, scale])
+        rest = b.sub(nc, whole)
+        vectors = b.lshr(b.add(rest, I64(LANES - 1)), I64(4))
+        args = [kc, a, lda, b.gep(bp, [b.mul(whole, kc)]), b.gep(c, [whole]), ldc, rest, load_c, scale]
+        _switch(b, fn, vectors, range(1, k.nv + 1), lambda nv: b.call(self.kernel(mr, nv), args))
+        b.ret_void()
+        self.row_blocks[mr] = fn
+        return fn
+
+    def driver(self) -> ir.Function:
+        """`driver(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, pack)` on one thread, K > 0, `pack`
+        aligned: for each NC columns and KC steps of K, pack B, then every MR rows."""
+        if self._defined("_driver"):
+            return self._defined("_driver")
+        k = self.k
+        fn, b = self._function("_driver", [I1, I1, I64, I64, I64, FP, I64, FP, I64, F32, FP, I64, FP])
+        ta, tb, m, n, kk, a, lda, bm, ldb, beta, c, ldc, pack = fn.args
+        kc_max = b.select(b.icmp_signed("<", kk, I64(k.kc)), kk, I64(k.kc))
+        nc_max = _min(b, b.and_(b.add(n, I64(k.nr - 1)), I64(-k.nr)), I64(k.nc))
+        a_panel = b.gep(pack, [b.mul(kc_max, nc_max)])
+        whole = b.sub(m, b.urem(m, I64(k.mr)))
+        with counted(b, fn, I64(0), n, k.nc, "jc") as jc:
+            nc = _min(b, b.sub(n, jc), I64(k.nc))
+            with counted(b, fn, I64(0), kk, k.kc, "pc") as pc:
+                kc = _min(b, b.sub(kk, pc), I64(k.kc))
+                b_block = b.gep(bm, [b.select(tb, b.add(b.mul(jc, ldb), pc), b.add(b.mul(pc, ldb), jc))])
+                b.call(self.pack_b(), [b_block, ldb, tb, kc, nc, pack])
+                first = b.icmp_signed("==", pc, I64(0))
+                load_c = b.or_(b.icmp_signed(">", pc, I64(0)), b.fcmp_unordered("!=", beta, F32(0.0)))
+                scale = b.select(first, beta, F32(1.0))
+                c_block = b.gep(c, [jc])
+
+                def block(ir_, mr):  # a transposed A's rows are packed, a row-major A's read in place
+                    a_rows = b.gep(a, [b.select(ta, b.add(b.mul(pc, lda), ir_), b.add(b.mul(ir_, lda), pc))])
+                    with b.if_then(ta):
+                        b.call(self.pack_a(), [a_rows, lda, mr, kc, a_panel])
+                    return [kc, nc, b.select(ta, a_panel, a_rows), b.select(ta, kc, lda), pack,
+                            b.gep(c_block, [b.mul(ir_, ldc)]), ldc, load_c, scale]
+                with counted(b, fn, I64(0), whole, k.mr, "ir") as ir_:
+                    b.call(self.row_block(k.mr), block(ir_, I64(k.mr)))
+                with b.if_then(b.icmp_signed("<", whole, m)):
+                    args = block(whole, b.sub(m, whole))
+                    _switch(b, fn, b.sub(m, whole), range(1, k.mr), lambda mr: b.call(self.row_block(mr), args))
+        b.ret_void()
+        return fn
+
+    # -- the entry point and its two halves ------------------------------------------------------
+
+    def part(self) -> ir.Function:
+        """`part(i64* [M, N], i8** [A, B, C, pack], i64* [ta, tb, K, lda, ldb, ldc], f64* [beta])`: the
+        driver in the kernel ABI `tscript_parallel2` runs."""
+        if self._defined("_part"):
+            return self._defined("_part")
+        fn, b = self._function("_part", [I64.as_pointer(), I8P, I64.as_pointer(), F64.as_pointer()])
+        sizes, ptrs8, dims, scalars = fn.args
+        ptrs = b.bitcast(ptrs8, I8P.as_pointer())
+        m, n = (b.load(b.gep(sizes, [I64(i)])) for i in range(2))
+        a, bm, c, pack = (b.bitcast(b.load(b.gep(ptrs, [I64(i)])), FP) for i in range(4))
+        ta, tb, kk, lda, ldb, ldc = (b.load(b.gep(dims, [I64(i)])) for i in range(6))
+        beta = b.fptrunc(b.load(scalars), F32)
+        b.call(self.driver(), [b.trunc(ta, I1), b.trunc(tb, I1), m, n, kk, a, lda, bm, ldb, beta, c, ldc, pack])
+        b.ret_void()
+        return fn
+
+    def define_entry(self) -> ir.Function:
+        k = self.k
+        fn, b = self._function("", [I32, I32, I64, I64, I64, FP, I64, FP, I64, F32, FP, I64, FP], internal=False)
+        ta32, tb32, m, n, kk, a, lda, bm, ldb, beta, c, ldc, pack8 = fn.args
+        with b.if_then(b.or_(b.icmp_signed("<=", m, I64(0)), b.icmp_signed("<=", n, I64(0)))):
+            b.ret_void()
+        with b.if_then(b.icmp_signed("<=", kk, I64(0))):
+            _scale_c(b, fn, m, n, c, ldc, beta)
+            b.ret_void()
+        ta, tb = b.icmp_signed("!=", ta32, I32(NO_TRANS)), b.icmp_signed("!=", tb32, I32(NO_TRANS))
+        ptrmask = _intrinsic(self.module, "llvm.ptrmask.p0.i64", FP, [FP, I64])
+        pack = b.call(ptrmask, [b.gep(pack8, [I64(ALIGN // 4 - 1)]), I64(-ALIGN)])
+        work = b.mul(b.mul(m, n), kk)
+        wide = b.icmp_signed(">=", n, m)
+        halves = b.and_(b.icmp_signed(">=", work, I64(k.split_min)),
+                        b.icmp_signed(">=", b.select(wide, n, m), I64(2 * LANES)))
+        with b.if_else(halves) as (split, alone):
+            with split:
+                self._split(b, [ta, tb, m, n, kk, a, lda, bm, ldb, beta, c, ldc, pack], wide)
+            with alone:
+                b.call(self.driver(), [ta, tb, m, n, kk, a, lda, bm, ldb, beta, c, ldc, pack])
+        b.ret_void()
+        return fn
+
+    def _split(self, b, args, wide) -> None:
+        """The two halves of the product at once: N cut at a multiple of 16 columns when `wide`, else
+        M cut in the middle; the second half packs into the second region of `pack`."""
+        from .parallel import PARALLEL2, define_pool
+        ta, tb, m, n, kk, a, lda, bm, ldb, beta, c, ldc, pack = args
+        cut_n = b.and_(b.add(b.lshr(n, I64(1)), I64(LANES // 2)), I64(-LANES))
+        cut_m = b.lshr(m, I64(1))
+        m1, n1 = b.select(wide, m, cut_m), b.select(wide, cut_n, n)
+        m2, n2 = b.select(wide, m, b.sub(m, cut_m)), b.select(wide, b.sub(n, cut_n), n)
+        a2 = b.gep(a, [b.select(wide, I64(0), b.select(ta, cut_m, b.mul(cut_m, lda)))])
+        b2 = b.gep(bm, [b.select(wide, b.select(tb, b.mul(cut_n, ldb), cut_n), I64(0))])
+        c2 = b.gep(c, [b.select(wide, cut_n, b.mul(cut_m, ldc))])
+        pack2 = b.gep(pack, [self._region(b, n, kk)])
+        first = _stack(b, I8P, [b.bitcast(p, I8P) for p in (a, bm, c, pack)])
+        second = _stack(b, I8P, [b.bitcast(p, I8P) for p in (a2, b2, c2, pack2)])
+        sizes = _stack(b, I64, [m1, n1, m2, n2])
+        dims = _stack(b, I64, [b.zext(ta, I64), b.zext(tb, I64), kk, lda, ldb, ldc])
+        scalars = _stack(b, F64, [b.fpext(beta, F64)])
+        define_pool(self.module)  # (where it is not yet: a module of its own, as in the tests)
+        b.call(self.module.get_global(PARALLEL2),
+               [b.bitcast(self.part(), I8P), sizes, b.bitcast(first, I8P), b.gep(sizes, [I64(2)]),
+                b.bitcast(second, I8P), dims, scalars])
+
+    def _region(self, b, n, kk):
+        """`_region_floats` in IR."""
+        k = self.k
+        kc = _min(b, kk, I64(k.kc))
+        nc = _min(b, b.and_(b.add(n, I64(k.nr - 1)), I64(-k.nr)), I64(k.nc))
+        a_floats = b.and_(b.add(b.mul(kc, I64(k.mr)), I64(LANES - 1)), I64(-LANES))
+        return b.add(b.mul(kc, nc), a_floats)
+
+
+def _scale_c(b, fn, m, n, c, ldc, beta) -> None:
+    """C = beta * C (C = 0 for beta 0, without reading it): the product of an empty K."""
+    zero = b.fcmp_ordered("==", beta, F32(0.0))
+    with counted(b, fn, I64(0), m, 1, "ci") as i:
+        row = b.gep(c, [b.mul(i, ldc)])
+        with counted(b, fn, I64(0), n, 1, "cj") as j:
+            at = b.gep(row, [j])
+            b.store(b.select(zero, F32(0.0), b.fmul(b.load(at), beta)), at)
+
+
+def _switch(b, fn, value, cases, build) -> None:
+    """`build(v)` for the one of `cases` that `value` is (nothing for any other value)."""
+    done = fn.append_basic_block("switch.done")
+    sw = b.switch(value, done)
+    for v in cases:
+        block = fn.append_basic_block(f"case{v}")
+        sw.add_case(I64(v), block)
+        b.position_at_end(block)
+        build(v)
+        b.branch(done)
+    b.position_at_end(done)
+
+
+def _transpose16(b, rows: list) -> list:
+    """The 16 x 16 transpose of 16 vectors: for each bit of the index, the halves of each pair of rows
+    (r, r + d) swap their off-diagonal blocks of d lanes."""
+    rows = list(rows)
+    for d in (1, 2, 4, 8):
+        low = [c if c & d == 0 else LANES + c - d for c in range(LANES)]
+        high = [c + d if c & d == 0 else LANES + c for c in range(LANES)]
+        for r in range(LANES):
+            if r & d == 0:
+                x, y = rows[r], rows[r + d]
+                rows[r] = b.shuffle_vector(x, y, ir.Constant(ir.VectorType(I32, LANES), low))
+                rows[r + d] = b.shuffle_vector(x, y, ir.Constant(ir.VectorType(I32, LANES), high))
+    return rows
+
+
+def _mask(b, count):
+    """The lane mask of the first `count` lanes (count clamped to 0..16)."""
+    count = b.select(b.icmp_signed("<", count, I64(0)), I64(0), _min(b, count, I64(LANES)))
+    bits = b.trunc(b.sub(b.shl(I64(1), count), I64(1)), I16)
+    return b.bitcast(bits, MASK)
+
+
+def _min(b, x, y):
+    return b.select(b.icmp_signed("<", x, y), x, y)
+
+
+def _splat(b, x):
+    """A vector of 16 copies of float x."""
+    v = b.insert_element(ir.Constant(VEC, ir.Undefined), x, I32(0))
+    return b.shuffle_vector(v, ir.Constant(VEC, ir.Undefined), ir.Constant(ir.VectorType(I32, LANES), [0] * LANES))
+
+
+def _stack(b, ty, values: list):
+    """An array of `values` on the stack."""
+    at = b.alloca(ty, I64(len(values)))
+    for i, v in enumerate(values):
+        b.store(v, b.gep(at, [I64(i)]))
+    return at
+
+
+def _intrinsic(module: ir.Module, name: str, ret, args: list) -> ir.Function:
+    try:
+        return module.get_global(name)
+    except KeyError:
+        return ir.Function(module, ir.FunctionType(ret, args), name)
