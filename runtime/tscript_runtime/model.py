@@ -70,6 +70,21 @@ class EntryPoint:
     plan: dict | None = None    #: the native plan (checked when the Model builds its Executable)
     dynamic: list = field(default_factory=list)  #: [[input index, [dims]], ...] given to compile
     stale_code: bool = False    #: a version-1 entry point whose stored native code is ignored
+    defaults: dict = field(default_factory=dict)  #: input name -> the value a call may leave out
+
+    def bind(self, inputs: tuple, named: dict) -> list:
+        """The inputs of a call: positional ones, then by name, then the saved defaults (the signature
+        check then names any still missing)."""
+        names = [n for n, _ in self.signature.inputs]
+        unknown = sorted(set(named) - set(names[len(inputs):]))
+        if unknown:
+            raise InputError(f"{self.name}(): unexpected (or repeated) input '{unknown[0]}'")
+        bound = list(inputs)
+        for name in names[len(inputs):]:
+            if name not in named and name not in self.defaults:
+                break
+            bound.append(named[name] if name in named else self.defaults[name])
+        return bound
 
 
 @dataclass
@@ -164,7 +179,16 @@ def _read_entry_point(archive: Archive, name: str, entry: dict, params: dict) ->
         plan = _read_json(archive, _field(archive, entry, "plan", str, where))
     dynamic = _dynamic(archive, entry.get("dynamic", []), where)
     return EntryPoint(name, signature, graph, _read_text(archive, ir_member), constants, takes_self, plan, dynamic,
-                      stale)
+                      stale, _defaults(archive, entry.get("defaults", {}), signature, where))
+
+
+def _defaults(archive: Archive, defaults, signature: Signature, where: str) -> dict:
+    """Argument defaults: input names to None, bools, ints, finite floats or strings."""
+    names = {n for n, _ in signature.inputs}
+    plain = (lambda v: v is None or type(v) in (bool, int, str) or type(v) is float and abs(v) < float("inf"))
+    if not isinstance(defaults, dict) or any(k not in names or not plain(v) for k, v in defaults.items()):
+        raise archive.error(f"{where}: 'defaults' must map input names to plain values")
+    return defaults
 
 
 def _member(archive: Archive, member: str) -> bytes:
@@ -320,14 +344,15 @@ class Model:
         """The signature of `forward`."""
         return self.entry_points["forward"].signature
 
-    def run(self, *inputs):
-        """Run `forward`: numpy arrays or Python scalars in; one output as is (a single tensor output
-        is an array), several as a tuple."""
-        return self.run_method("forward", *inputs)
+    def run(self, *inputs, **named):
+        """Run `forward`: numpy arrays or Python scalars in (by position or name; inputs with a saved
+        default may be left out); one output as is (a single tensor output is an array), several as a
+        tuple."""
+        return self.run_method("forward", *inputs, **named)
 
-    def run_method(self, name: str, *inputs):
+    def run_method(self, name: str, *inputs, **named):
         """Run the entry point `name` (e.g. a method exported with `@tscript.jit.export`)."""
-        outputs = self._run_entry(name, inputs)
+        outputs = self._run_entry(name, self.entry(name).bind(inputs, named))
         if name == "forward" and self._training is not None:  # a training forward also returns saved values
             outputs = outputs[:self._training["outputs"]]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
@@ -353,6 +378,18 @@ class Model:
         grads = self._run_entry(t["backward"], _seed_gradients(outputs, grad_outputs, self.source) + saved)
         result = outputs[0] if len(outputs) == 1 else tuple(outputs)
         return result, dict(zip(t["gradients"], grads))
+
+    def profile(self, *inputs, runs: int = 10, entry: str = "forward"):
+        """A `profile.Profile` of `runs` runs of entry point `entry` on `inputs`: the time of every
+        executor node (GFLOP/s of GEMMs and convolutions against this CPU's measured peak), the
+        whole-graph native call's time or why there is none, memory; `.table()` prints it sorted."""
+        from .profile import profile_executable
+        from .threads import get_num_threads
+        point = self.entry(entry)
+        args = point.signature.check(inputs)
+        if point.takes_self:
+            args.insert(0, self._tree)
+        return profile_executable(self.executables[entry], args, runs, get_num_threads())
 
     def ir(self, entry: str = "forward") -> str:
         """The readable IR text of an entry point."""

@@ -15,11 +15,13 @@ import warnings
 import numpy as np
 from tscript_runtime.ops import OPS
 
-from ...ir.types import (ANY, BOOL, FLOAT, INT, NONE, STR, TENSOR, DictType, ListType, OptionalType, TensorType,
+from ... import _jit_language as _jit
+from ..._device import device
+from ...ir.types import (ANY, BOOL, DEVICE, FLOAT, INT, NONE, STR, TENSOR, DictType, ListType, OptionalType, TensorType,
                          TupleType)
 from .annotations import AnnotationError, python_type, subtype, type_name
 from .limits import check_unroll, checked
-from .values import ConstValue, Loop, SimpleValue, Sugared, TupleSugar, Unrolled
+from .values import ConstValue, Loop, NamedTupleSugar, SimpleValue, Sugared, TupleSugar, Unrolled
 
 INT_MAX = 9223372036854775807  # prim::Loop's trip count for `while` loops, as in TorchScript
 
@@ -355,6 +357,46 @@ def _warn(em, args, kwargs, pos):
     return em.call_ops([OPS["aten::warn"]], [message], {}, pos, "warn")
 
 
+def _super(em, args, kwargs, pos):
+    """super() in a method (its class is the `__class__` cell Python gives methods using it), or
+    super(Class, self)."""
+    no_kwargs(em, "super", kwargs, pos)
+    arity(em, "super", args, 0, 2, pos)
+    if len(args) == 2:
+        return em.compiler.super_of(em, args[1], getattr(args[0], "cls", None), pos)
+    if args:
+        raise em.error("super() with one argument is not supported in scripted code", pos)
+    this = em.env.lookup(em.fdef.params[0].name) if em.fdef.params else None
+    return em.compiler.super_of(em, this, em.scope.get("__class__"), pos)
+
+
+def _device(em, args, kwargs, pos):
+    """torch.device("cpu"): a compile-time constant (a Device value passes through)."""
+    if len(args) == 1 and not kwargs and args[0].type == DEVICE and not isinstance(args[0], ConstValue):
+        return args[0]
+    if not all(isinstance(a, ConstValue) for a in list(args) + list(kwargs.values())):
+        raise em.error("device() needs constant arguments in scripted code", pos)
+    try:
+        return ConstValue(device(*(a.value for a in args), **{k: v.value for k, v in kwargs.items()}))
+    except (RuntimeError, TypeError, ValueError) as e:
+        raise em.error(f"device(): {e}", pos) from None
+
+
+def _annotate(em, args, kwargs, pos):
+    """torch.jit.annotate(T, value): `value` with the type T (an empty list or dict, None)."""
+    no_kwargs(em, "annotate", kwargs, pos)
+    arity(em, "annotate", args, 2, 2, pos)
+    t, value = getattr(args[0], "ir_type", None), args[1]
+    if t is None:
+        raise em.error(f"annotate() needs a type as its first argument, not {args[0].describe}", pos)
+    node = getattr(getattr(value, "value", None), "node", None)
+    if node is not None and node.kind in ("prim::ListConstruct", "prim::DictConstruct") and not node.inputs and \
+            isinstance(t, (ListType, DictType)) and not node.output.uses:
+        node.output.type = t  # a new empty container: it holds items of the annotated type
+        return SimpleValue(node.output)
+    return em.convert_to(value, t, pos, "annotated value")
+
+
 def _print(em, args, kwargs, pos):
     raise em.error("print() is not supported in scripted code (the standalone runtime has no Python to print "
                    "with); return the value instead", pos)
@@ -366,7 +408,9 @@ SPECIALS = {
     bool: _scalar_conversion("bool", BOOL), str: _str, min: _min_max("min"), max: _min_max("max"), abs: _abs,
     list: _list, tuple: _tuple, getattr: _getattr, hasattr: _hasattr, print: _print, type: _type,
     sum: _reduce_list("sum"), any: _reduce_list("any"), all: _reduce_list("all"),
-    warnings.warn: _warn,
+    warnings.warn: _warn, super: _super, device: _device, _jit.annotate: _annotate,
+    _jit.is_scripting: lambda em, args, kwargs, pos: ConstValue(True),  # so `if not is_scripting():` folds away
+    _jit.is_tracing: lambda em, args, kwargs, pos: ConstValue(False),
 }
 
 MATH = {math.sqrt: "sqrt", math.pow: "pow", **{getattr(math, n): n for n in (
@@ -427,7 +471,46 @@ class ClassSugar(Sugared):
     def call(self, em, args, kwargs, pos):
         if self.cls in SPECIALS:
             return SPECIALS[self.cls](em, args, kwargs, pos)
+        if is_named_tuple(self.cls):
+            return _named_tuple(em, self.cls, args, kwargs, pos)
+        if self.ir_type is None:
+            raise em.error(f"{self.describe} cannot be used in scripted code (only as a type, e.g. in isinstance())",
+                           pos)
         return super().call(em, args, kwargs, pos)
+
+    def getitem(self, em, index, pos):
+        """`List[int]`, `Optional[Tensor]`...: a typing form used as a value (torch.jit.annotate)."""
+        parts = index.items if isinstance(index, TupleSugar) else [index]
+        if not all(isinstance(p, ClassSugar) for p in parts):
+            raise em.error(f"{self.describe} can only be subscripted with types", pos)
+        try:
+            obj = self.cls[tuple(p.cls for p in parts) if len(parts) > 1 else parts[0].cls]
+        except TypeError as e:
+            raise em.error(f"{self.describe}[...]: {e}", pos) from None
+        return ClassSugar(obj, class_type(obj))
+
+
+def is_named_tuple(cls) -> bool:
+    """A class made by typing.NamedTuple or collections.namedtuple."""
+    return isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")
+
+
+def _named_tuple(em, cls, args, kwargs, pos):
+    """`Point(x, y=...)`: the fields in order, defaults filled in."""
+    fields, defaults = cls._fields, getattr(cls, "_field_defaults", {})
+    if len(args) > len(fields):
+        raise em.error(f"{cls.__name__}() takes {len(fields)} arguments but {len(args)} were given", pos)
+    values = dict(zip(fields, args))
+    for k, v in kwargs.items():
+        if k not in fields or k in values:
+            raise em.error(f"{cls.__name__}() got an unexpected or repeated argument '{k}'", pos)
+        values[k] = v
+    for f in fields:
+        if f not in values:
+            if f not in defaults:
+                raise em.error(f"{cls.__name__}() missing required argument '{f}'", pos)
+            values[f] = em.resolve_python(defaults[f], pos, f)
+    return NamedTupleSugar(cls, [values[f] for f in fields])
 
 
 class ExceptionClassSugar(Sugared):
@@ -487,6 +570,8 @@ def isinstance_of(t, target) -> bool | None:
     (an Optional)."""
     if isinstance(target, str):  # a bare list / tuple / dict
         kind = {"list": ListType, "tuple": TupleType, "dict": DictType}[target]
+        if isinstance(t, OptionalType):
+            return None if isinstance(t.elem, kind) else False
         return isinstance(t, kind)
     if isinstance(t, OptionalType):
         return None if subtype(t.elem, target) else (True if target == NONE else False)

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from ..._device import device
 from ...ir.graph import Value
 from ...ir.types import TupleType, Type
 from .annotations import type_name, type_of_constant
@@ -114,9 +117,22 @@ class ConstValue(Sugared):
     def attr(self, em, name, pos):
         if isinstance(self.value, tuple):
             return TupleSugar([ConstValue(v) for v in self.value]).attr(em, name, pos)
+        if isinstance(self.value, np.dtype):
+            from .methods import dtype_attribute
+            return dtype_attribute(em, self, name, pos)
+        if isinstance(self.value, str):
+            from .builtins import HandlerSugar
+            from .methods import STR_METHODS
+            if name in STR_METHODS:
+                return HandlerSugar(name, STR_METHODS[name], self)  # (a constant receiver, so it may fold)
+        if isinstance(self.value, device) and not name.startswith("_"):  # (its type and index)
+            if not hasattr(self.value, name):
+                raise em.error(f"'device' object has no attribute '{name}'", pos)
+            return ConstValue(getattr(self.value, name))
         return SimpleValue(self.as_value(em, pos)).attr(em, name, pos)
 
     def getitem(self, em, index, pos):
+        index = constant_slice(index)
         if isinstance(self.value, (tuple, str)):
             if isinstance(index, ConstValue) and isinstance(index.value, (int, slice)):
                 try:
@@ -159,6 +175,7 @@ class TupleSugar(Sugared):
         return em.insert("prim::TupleConstruct", values, [TupleType(tuple(v.type for v in values))]).output
 
     def getitem(self, em, index, pos):
+        index = constant_slice(index)
         if isinstance(index, ConstValue) and isinstance(index.value, int) and not isinstance(index.value, bool):
             if not -len(self.items) <= index.value < len(self.items):
                 raise em.error(f"tuple index {index.value} is out of range (the tuple has {len(self.items)} items)",
@@ -174,6 +191,33 @@ class TupleSugar(Sugared):
 
     def length(self, em, pos):
         return ConstValue(len(self.items))
+
+
+class NamedTupleSugar(TupleSugar):
+    """A NamedTuple (typing.NamedTuple, collections.namedtuple): a tuple whose items are also
+    read by field name; a scripted function returning one gives Python an instance of `cls`."""
+
+    def __init__(self, cls, items: list):
+        super().__init__(items)
+        self.cls = cls
+
+    @property
+    def describe(self) -> str:
+        return f"a {self.cls.__name__}"
+
+    def attr(self, em, name, pos):
+        if name not in self.cls._fields:
+            raise em.error(f"'{self.cls.__name__}' object has no attribute '{name}'", pos)
+        return self.items[self.cls._fields.index(name)]
+
+
+class MaybeUnbound(SimpleValue):
+    """A variable a loop defines, read after it: its value from the last iteration, and `bound`,
+    whether any iteration assigned it (reading it raises UnboundLocalError if none did)."""
+
+    def __init__(self, value: Sugared, bound: Sugared, line: int):
+        super().__init__(value.value)
+        self.bound, self.line = bound, line
 
 
 class Undefined(Sugared):
@@ -194,6 +238,14 @@ class Loop:
 class Unrolled:
     """Iteration unrolled at compile time over known items (tuples, ModuleLists...)."""
     items: list
+
+
+def constant_slice(index: Sugared) -> Sugared:
+    """A slice index whose bounds are constants as a ConstValue of a Python slice (else as it is)."""
+    constant = getattr(index, "constant", None)
+    if callable(constant) and isinstance(constant(), slice):
+        return ConstValue(constant())
+    return index
 
 
 def is_none(s: Sugared) -> bool:
