@@ -11,10 +11,11 @@ import numpy as np
 
 from .arena import place
 from .entry_layout import EntryLayout
-from .entry_steps import (ALIASES, AVG_POOLS, CONVS, GEMM_DTYPES, GEMM_SLOTS, GEMMS, MAX_BATCH_RANK, NO_TRANS,
-                          OFFSET_VIEWS, SHAPE_READS, STRIDED_VIEWS, TRANS, VIEW_LISTS, CatStep, GatherStep, GemmStep,
-                          KernelStep, ReduceStep, ScatterStep, WindowStep, window_slots)
+from .entry_steps import (ALIASES, AVG_POOLS, CONVS, GEMMS, GEMM_DTYPES, GEMM_SLOTS, MAX_BATCH_RANK, NO_TRANS,
+                          OFFSET_VIEWS, SHAPE_READS, SPLIT_COLUMNS, STRIDED_VIEWS, TRANS, VIEW_LISTS, CatStep,
+                          GatherStep, GemmStep, KernelStep, ReduceStep, ScatterStep, WindowStep, window_slots)
 from .graph_json import TensorRef, decode_attr
+from .native.library.packed_gemm import pack_bytes
 from .ops import OPS
 from .ops.reductions import reduce_dims
 from .ops.registry import TensorMeta
@@ -195,8 +196,18 @@ def _plan_gemm(step: GemmStep, node: dict, env: dict, ints) -> None:
     pad = MAX_BATCH_RANK - len(batch)  # (batch dims padded in front: size 1, strides 0)
     values = [trans_a, trans_b, m, n, k, lda, ldb, max(n, 1), _bias_rows(bias, m, n), count,
               *(1,) * pad, *(int(d) for d in batch),
-              *[s for x in (a.strides[:-2], b.strides[:-2], c_strides) for s in (0,) * pad + tuple(x)]]
+              *[s for x in (a.strides[:-2], b.strides[:-2], c_strides) for s in (0,) * pad + tuple(x)],
+              pack_bytes(m, n, k) if _packed(step, trans_a, m, n, k) else 0]
     ints[step.dims:step.dims + len(GEMM_SLOTS)] = values
+
+
+def _packed(step: GemmStep, trans_a: int, m: int, n: int, k: int) -> bool:
+    """Does the product go to the kernel library's packed GEMM (native/entry.py `_product_function`)?
+    float32 with several rows and columns, unless it is for the register-blocked GEMMs (a row-major A
+    of 3..small_m rows, or fewer rows whose product splits in column halves)."""
+    splits = m * n * k >= step.split_min and n >= 2 * SPLIT_COLUMNS
+    few = m <= step.small_m and (m >= 3 or splits) and trans_a == NO_TRANS
+    return step.function == "cblas_sgemm" and m > 1 and n > 1 and not few
 
 
 def _batch(a: np.ndarray, b: np.ndarray) -> tuple:
@@ -271,8 +282,10 @@ def _plan_conv(step: WindowStep, env: dict, x, args: list) -> list:
     c, h, wd = x.shape[-3:]
     kernel, per_group = tuple(w.shape[2:]), c // groups
     k, length = per_group * kernel[0] * kernel[1], g.out[0] * g.out[1]
+    o = w.shape[0] // groups
     return [per_group, h, wd, *kernel, *g.stride, *g.padding, *g.dilation, *g.out,
-            x.shape[0] if x.ndim == 4 else 1, w.shape[0] // groups, k, length, groups, k * length * x.itemsize]
+            x.shape[0] if x.ndim == 4 else 1, o, k, length, groups, k * length * x.itemsize,
+            pack_bytes(o, length, k) if x.dtype == np.float32 and not 3 <= o <= step.small_m else 0]
 
 
 def _plan_conv_transpose(step: WindowStep, env: dict, x, args: list) -> list:
@@ -386,10 +399,20 @@ def _nbytes(meta) -> int:
     return int(np.prod(meta.shape, dtype=np.int64)) * np.dtype(meta.dtype).itemsize
 
 
+def _scratch_slots(step) -> list:
+    """Plan slots of a step's scratch areas (im2col columns, the packed GEMM's panels), alive during
+    the step: while planning they hold the bytes needed, then the arena offset."""
+    if isinstance(step, GemmStep):
+        return [step.dims + GEMM_SLOTS.index("pack")]
+    if isinstance(step, WindowStep) and step.kind in CONVS:
+        names = window_slots(step.kind)
+        return [step.dims + names.index(n) for n in ("scratch", "pack") if n in names]
+    return []
+
+
 def _place_arena(layout: EntryLayout, env: dict, ints) -> int:
     """Arena offsets (arena.py) of the computed roots not in outputs, each alive from its step to
-    the last reader of it or of a view of it, and of each convolution's im2col scratch, alive during
-    its step; returns the arena's size."""
+    the last reader of it or of a view of it, and of each step's scratch; returns the arena's size."""
     last = {}
     for i, step in enumerate(layout.steps):
         for v in step.values():
@@ -401,10 +424,9 @@ def _place_arena(layout: EntryLayout, env: dict, ints) -> int:
             if root.base == 0:
                 buffers.append((_nbytes(env[v]), i, last.get(v, i)))
                 slots.append(root.slot)
-        if isinstance(step, WindowStep) and step.kind in CONVS:
-            scratch = step.dims + window_slots(step.kind).index("scratch")
-            buffers.append((ints[scratch], i, i))
-            slots.append(scratch)
+        for at in _scratch_slots(step):
+            buffers.append((ints[at], i, i))
+            slots.append(at)
     offsets, top = place(buffers)
     for slot, offset in zip(slots, offsets):
         ints[slot] = offset

@@ -64,7 +64,7 @@ REDUCE_SLOTS = ("outer", "reduced", "inner", "divisor")
 # The geometry of a convolution or pooling as the kernel library's im2col and max-pool kernels read it
 # (i64 each; C counts planes for pooling), and a convolution step's slots: that, then its sizes.
 GEOMETRY = ("C", "H", "W", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "OH", "OW")
-CONV_SLOTS = GEOMETRY + ("N", "O", "K", "L", "G", "scratch")  # C and O count the channels of one group
+CONV_SLOTS = GEOMETRY + ("N", "O", "K", "L", "G", "scratch", "pack")  # C and O: the channels of one group
 # A transposed convolution: its input's geometry (C: one group's input channels, H, W), the kernel, stride,
 # padding and dilation, its output size, images, one group's output channels, groups, and the scratch
 # holding one group's columns (O*kh*kw, H*W).
@@ -77,8 +77,10 @@ AVG_SLOTS = ("P", "H", "W", "OH", "OW", "kh", "kw", "sh", "sw", "ph", "pw", "ada
 MAX_BATCH_RANK = 4
 BATCH_SLOTS = ("count", *(f"size{d}" for d in range(MAX_BATCH_RANK)),
                *(f"{x}_stride{d}" for x in "abc" for d in range(MAX_BATCH_RANK)))
-GEMM_SLOTS = ("trans_a", "trans_b", "M", "N", "K", "lda", "ldb", "ldc", "bias_row_stride") + BATCH_SLOTS
+GEMM_SLOTS = ("trans_a", "trans_b", "M", "N", "K", "lda", "ldb", "ldc", "bias_row_stride") + BATCH_SLOTS + ("pack",)
+# (pack: the arena offset of the packed GEMM's scratch; while planning, the bytes it needs)
 NO_TRANS, TRANS = 111, 112  # CBLAS_TRANSPOSE
+SPLIT_COLUMNS = 32  # a split library GEMM's halves start at a multiple of this many columns
 GEMM_DTYPES = {dt.float32: "cblas_sgemm", dt.float64: "cblas_dgemm"}
 FLOAT_SUFFIX = {dt.float32: "f32", dt.float64: "f64"}
 _TENSOR_TYPE = re.compile(r"(Tensor|Float|Double|Int|Long|Bool)(\(|\Z)")

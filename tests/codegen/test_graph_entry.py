@@ -10,6 +10,8 @@ import tscript_runtime
 from tscript import nn
 from tscript.nn import functional as F
 from tscript_runtime.entry_plan import make_plan
+from tscript_runtime.entry_steps import GEMM_SLOTS, GemmStep
+from tscript_runtime.native.library.packed_gemm import pack_bytes
 from tscript.jit.compiled import CompiledModel
 
 from tests.conftest import assert_close, run_in_threads
@@ -389,6 +391,41 @@ def test_scaled_dot_product_attention_is_two_products_and_one_row_kernel(mask):
     assert_close(cm(q, k, v).numpy(), fn(q, k, v).numpy(), rtol=1e-5, atol=1e-6)
     assert _entry_ran(cm), cm.explain()
     assert len(cm.executable.plan.kernels) == 1, cm.graph
+
+
+PACKED = {  # products of more rows than the register-blocked GEMMs take: the kernel library's packed GEMM
+    "linear": (lambda x, w: F.linear(x, w) * 1, ((150, 70), (90, 70))),
+    "x @ w": (lambda x, w: (x @ w) + 1, ((97, 33), (33, 130))),
+    "transposed A": (lambda x, w: (x.t() @ w) + 1, ((40, 100), (40, 77))),
+    "batched, transposed B": (lambda x, w: (x @ w.transpose(-2, -1)) + 1, ((3, 70, 16), (3, 81, 16))),
+    "3-d linear with bias": (lambda x, w: F.linear(x, w, w.sum(1)), ((4, 33, 20), (130, 20))),
+}
+
+
+@pytest.mark.parametrize("name", list(PACKED))
+def test_products_of_many_rows_use_the_packed_gemm(name):
+    fn, shapes = PACKED[name]
+    rng = np.random.default_rng(len(name))
+    args = [ts.from_numpy(rng.standard_normal(s).astype(np.float32)) for s in shapes]
+    cm = ts.jit.compile(fn, tuple(args))
+    assert_close(cm(*args).numpy(), fn(*args).numpy(), rtol=1e-4, atol=1e-4)
+    assert _entry_ran(cm), cm.explain()
+    step = next(s for s in cm.executable.entry.layout.steps if isinstance(s, GemmStep))
+    plan = next(p for p in cm.executable.entry._plans.values() if p is not None)
+    m, n, k = (plan.ints[step.dims + GEMM_SLOTS.index(d)] for d in "MNK")
+    assert plan.arena >= pack_bytes(m, n, k)  # the packed GEMM's panels are in the arena
+
+
+@pytest.mark.parametrize("out_channels", [80, 130])
+def test_convolutions_with_many_output_channels_use_the_packed_gemm(out_channels):
+    rng = np.random.default_rng(out_channels)
+    x = ts.from_numpy(rng.standard_normal((2, 5, 9, 11)).astype(np.float32))
+    w = ts.from_numpy(rng.standard_normal((out_channels, 5, 3, 3)).astype(np.float32))
+    b = ts.from_numpy(rng.standard_normal(out_channels).astype(np.float32))
+    fn = lambda x: F.conv2d(x, w, b, padding=1).relu()  # noqa: E731
+    cm = ts.jit.compile(fn, (x,))
+    assert_close(cm(x).numpy(), fn(x).numpy(), rtol=1e-4, atol=1e-4)
+    assert _entry_ran(cm), cm.explain()
 
 
 def test_graphs_with_other_ops_have_no_entry_and_still_run():

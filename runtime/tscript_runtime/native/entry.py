@@ -8,16 +8,15 @@ import numpy as np
 from llvmlite import ir
 
 from ..entry_layout import EntryLayout
-from ..entry_steps import (AVG_POOLS, AVG_SLOTS, CONV_SLOTS, CONVS, CONVT_SLOTS, GATHER_SLOTS, GEMM_SLOTS,
-                           MAX_BATCH_RANK, NO_TRANS, REDUCE_SLOTS, TRANS, CatStep, GatherStep, GemmStep,
-                           KernelStep, ReduceStep, ScatterStep, WindowStep)
+from ..entry_steps import (AVG_POOLS, AVG_SLOTS, CONVS, CONVT_SLOTS, CONV_SLOTS, GATHER_SLOTS, GEMM_SLOTS,
+                           MAX_BATCH_RANK, NO_TRANS, REDUCE_SLOTS, SPLIT_COLUMNS, TRANS, CatStep, GatherStep,
+                           GemmStep, KernelStep, ReduceStep, ScatterStep, WindowStep)
 from . import library
 from .library.loops import carried, counted
 
 I1, I8, I32, I64, F64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.DoubleType()
 I8P = I8.as_pointer()
 FLOATS = {"cblas_sgemm": ir.FloatType(), "cblas_dgemm": ir.DoubleType()}
-SPLIT_COLUMNS = 32  # halves start at a multiple of this many columns (whole blocks of the GEMM kernels)
 ROW_MAJOR = 101
 REDUCE_FLAGS = ("reassoc", "contract", "nsz", "arcp", "afn")  # a window's sum may be reordered (vectorized)
 
@@ -91,8 +90,9 @@ class _Emitter:
         b = self.b
         fn = _batched_function(self.module, _product_function(self.module, step.function, step.small_m, step.split_min))
         bias = self.pointer(step.bias) if step.bias is not None else ir.Constant(I8P, None)
+        pack = b.gep(b.load(self.bases_p), [self.plan(step.dims + GEMM_SLOTS.index("pack"))])
         b.call(fn, [b.gep(self.plan_p, [I64(step.dims)]), self.pointer(step.a), self.pointer(step.b),
-                    self.pointer(step.out), bias])
+                    self.pointer(step.out), bias, pack])
 
 
     def cat(self, step: CatStep) -> None:
@@ -140,9 +140,9 @@ class _Emitter:
         else:
             fn, slots = _conv_function(self.module, step.function, dtype, step.small_m), CONV_SLOTS
         arena = b.load(self.bases_p)
-        scratch = b.gep(arena, [self.plan(step.dims + slots.index("scratch"))])
+        scratch = [b.gep(arena, [self.plan(step.dims + slots.index(n))]) for n in ("scratch", "pack") if n in slots]
         bias = self.pointer(step.bias) if step.bias is not None else ir.Constant(I8P, None)
-        b.call(fn, [dims, self.pointer(step.input), self.pointer(step.weight), bias, self.pointer(step.out), scratch])
+        b.call(fn, [dims, self.pointer(step.input), self.pointer(step.weight), bias, self.pointer(step.out), *scratch])
 
 
 def _index(b: ir.IRBuilder, index, d: dict, i):
@@ -165,18 +165,19 @@ def _copy_rows(module, fn, b: ir.IRBuilder, dst, src, rows, dst_step, size) -> N
 
 
 def _conv_function(module: ir.Module, function: str, dtype, small_m: int) -> ir.Function:
-    """`void <function>_<small_m>(i64* dims, i8* x, i8* w, i8* bias, i8* out, i8* col)`, once per module:
-    per image and per group of channels, im2col into `col` (K, L), `out` rows = bias, then out (O, L) +=
-    W (O, K) @ col (CONV_SLOTS at dims: C and O count one group's channels), by the kernel library's GEMM
-    for float32 with 3..small_m output channels, else by BLAS."""
+    """`void <function>_<small_m>(i64* dims, i8* x, i8* w, i8* bias, i8* out, i8* col, i8* pack)`, once
+    per module: per image and per group of channels, im2col into `col` (K, L), `out` rows = bias, then
+    out (O, L) += W (O, K) @ col (CONV_SLOTS at dims: C and O count one group's channels), by the kernel
+    library's GEMMs for float32 (few rows: register-blocked; more: packed, its panels in `pack`), else
+    by BLAS."""
     name = f"{function}_{small_m}"
     try:
         return module.get_global(name)
     except KeyError:
         pass
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer()] + [I8P] * 5), name)
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer()] + [I8P] * 6), name)
     fn.linkage = "internal"
-    dims_p, x8, w8, bias8, out8, col8 = fn.args
+    dims_p, x8, w8, bias8, out8, col8, pack8 = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     slot = {s: b.load(b.gep(dims_p, [I64(i)])) for i, s in enumerate(CONV_SLOTS)
             if s in ("C", "H", "W", "N", "O", "K", "L", "G")}
@@ -190,7 +191,7 @@ def _conv_function(module: ir.Module, function: str, dtype, small_m: int) -> ir.
         with counted(b, fn, I64(0), b.mul(slot["N"], slot["G"]), 1, "group") as ng:  # image n, group g: ng
             g = b.srem(ng, slot["G"])
             args = [dims_p, b.gep(x, [b.mul(ng, group_in)]), b.gep(w, [b.mul(b.mul(g, o), k)]),
-                    b.gep(bias, [b.mul(g, o)]), has_bias, b.gep(out, [b.mul(ng, group_out)]), col]
+                    b.gep(bias, [b.mul(g, o)]), has_bias, b.gep(out, [b.mul(ng, group_out)]), col, pack8]
             _conv_group(module, fn, b, dtype, small_m, slot, args)
     b.ret_void()
     return fn
@@ -198,7 +199,7 @@ def _conv_function(module: ir.Module, function: str, dtype, small_m: int) -> ir.
 
 def _conv_group(module, fn, b: ir.IRBuilder, dtype, small_m: int, slot: dict, args: list) -> None:
     """One image's convolution for one group of channels: im2col, bias rows, GEMM."""
-    dims_p, x, w, bias, has_bias, out, col = args
+    dims_p, x, w, bias, has_bias, out, col, pack = args
     fty = ir.FloatType() if dtype == np.float32 else F64
     o, k, length = slot["O"], slot["K"], slot["L"]
     b.call(library.declare(module, f"tscript_im2col_{_suffix(dtype)}"), [dims_p, x, col])
@@ -209,8 +210,8 @@ def _conv_group(module, fn, b: ir.IRBuilder, dtype, small_m: int, slot: dict, ar
             with counted(b, fn, I64(0), length, 1, "fill") as i:
                 b.store(value, b.gep(row, [i], inbounds=True))
     gemm = _blas(module, "cblas_sgemm" if dtype == np.float32 else "cblas_dgemm", fty)
-    blas = [I32(ROW_MAJOR), I32(NO_TRANS), I32(NO_TRANS), o, length, k, fty(1.0), w, k, col, length,
-            b.select(has_bias, fty(1.0), fty(0.0)), out, length]
+    beta = b.select(has_bias, fty(1.0), fty(0.0))
+    blas = [I32(ROW_MAJOR), I32(NO_TRANS), I32(NO_TRANS), o, length, k, fty(1.0), w, k, col, length, beta, out, length]
     if dtype != np.float32:
         b.call(gemm, blas)
         return
@@ -220,7 +221,8 @@ def _conv_group(module, fn, b: ir.IRBuilder, dtype, small_m: int, slot: dict, ar
             b.call(library.declare(module, "tscript_gemm_nn_f32"), [w, col, out, o, length, k, k, length, length,
                                                                     has_bias])
         with theirs:
-            b.call(gemm, blas)
+            b.call(library.declare(module, "tscript_sgemm_f32"), [I32(NO_TRANS), I32(NO_TRANS), o, length, k, w, k, col,
+                                                                  length, beta, out, length, b.bitcast(pack, fty.as_pointer())])
 
 
 def _conv_transpose_function(module: ir.Module, dtype) -> ir.Function:
@@ -348,7 +350,7 @@ def _max(b: ir.IRBuilder, x, y):
 
 
 def _batched_function(module: ir.Module, product: ir.Function) -> ir.Function:
-    """`void <product>_batched(i64* dims, i8* a, i8* b, i8* c, i8* bias)`, once per module: `product` for
+    """`void <product>_batched(i64* dims, i8* a, i8* b, i8* c, i8* bias, i8* pack)`, once per module: `product` for
     every index of the batch dims (GEMM_SLOTS' count, sizes and per-operand byte strides at dims)."""
     name = product.name + "_batched"
     try:
@@ -357,7 +359,7 @@ def _batched_function(module: ir.Module, product: ir.Function) -> ir.Function:
         pass
     fn = ir.Function(module, product.ftype, name)
     fn.linkage = "internal"
-    dims_p, a, bm, c, bias = fn.args
+    dims_p, a, bm, c, bias, pack = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     slot = {name: b.load(b.gep(dims_p, [I64(i)])) for i, name in enumerate(GEMM_SLOTS)}
     with counted(b, fn, I64(0), slot["count"], 1, "product") as i:
@@ -366,24 +368,26 @@ def _batched_function(module: ir.Module, product: ir.Function) -> ir.Function:
             size = slot[f"size{d}"]
             digit, index = b.srem(index, size), b.sdiv(index, size)
             offsets = [b.add(o, b.mul(digit, slot[f"{x}_stride{d}"])) for o, x in zip(offsets, "abc")]
-        b.call(product, [dims_p, *(b.gep(p, [o]) for p, o in zip((a, bm, c), offsets)), bias])
+        b.call(product, [dims_p, *(b.gep(p, [o]) for p, o in zip((a, bm, c), offsets)), bias, pack])
     b.ret_void()
     return fn
 
 
 def _product_function(module: ir.Module, function: str, small_m: int, split_min: int) -> ir.Function:
-    """`void <function>_<small_m>_<split_min>(i64* dims, i8* a, i8* b, i8* c, i8* bias)`, once per module:
-    C = op(A) @ op(B) (+ the bias rows, when `bias` is not null) with the call plan's GEMM_SLOTS at `dims`:
-    float32 products of 3..small_m rows of a row-major A, or of fewer rows with at least `split_min`
-    multiply-adds (split in column halves over two threads), by the kernel library; the rest by BLAS."""
+    """`void <function>_<small_m>_<split_min>(i64* dims, i8* a, i8* b, i8* c, i8* bias, i8* pack)`, once per
+    module: C = op(A) @ op(B) (+ the bias rows, when `bias` is not null) with the call plan's GEMM_SLOTS
+    at `dims`: float32 products of 3..small_m rows of a row-major A, or of fewer rows with at least
+    `split_min` multiply-adds (split in column halves over two threads), by the kernel library's
+    register-blocked GEMMs, other float32 products of several rows and columns by its packed GEMM (its
+    panels in `pack`); one row or column by BLAS's GEMV; float64 by BLAS."""
     name = f"{function}_{small_m}_{split_min}"
     try:
         return module.get_global(name)
     except KeyError:
         pass
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), I8P, I8P, I8P, I8P]), name)
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), I8P, I8P, I8P, I8P, I8P]), name)
     fn.linkage = "internal"
-    dims_p, a8, b8, c8, bias = fn.args
+    dims_p, a8, b8, c8, bias, pack = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     ta, tb, m, n, k, lda, ldb, ldc, bias_rows = (b.load(b.gep(dims_p, [I64(i)])) for i in range(9))
     ta, tb = b.trunc(ta, I32), b.trunc(tb, I32)
@@ -409,14 +413,15 @@ def _product_function(module: ir.Module, function: str, small_m: int, split_min:
                         with rowmajor:
                             _small_gemm(module, b, "tscript_gemm_nn_f32", ours, split_min)
                 with blas:
-                    _blas_product(module, b, function, fty, [ta, tb, m, n, k, a, lda, bm, ldb, beta, c, ldc])
+                    _blas_product(module, b, function, fty, [ta, tb, m, n, k, a, lda, bm, ldb, beta, c, ldc],
+                                  b.bitcast(pack, fty.as_pointer()))
     b.ret_void()
     return fn
 
 
-def _blas_product(module: ir.Module, b: ir.IRBuilder, function: str, fty, args: list) -> None:
-    """C = op(A) @ op(B) (+ beta C) by BLAS: its GEMV when C is one row or one column (its GEMM is
-    slower there), else its GEMM."""
+def _blas_product(module: ir.Module, b: ir.IRBuilder, function: str, fty, args: list, pack=None) -> None:
+    """C = op(A) @ op(B) (+ beta C) by BLAS's GEMV when C is one row or one column (a GEMM is slower
+    there), else by BLAS's GEMM, or for float32 (`pack`: its scratch) the kernel library's packed GEMM."""
     ta, tb, m, n, k, a, lda, bm, ldb, beta, c, ldc = args
     gemv, gemm = _blas(module, function.replace("gemm", "gemv"), fty), _blas(module, function, fty)
     one, unit = fty(1.0), I64(1)
@@ -433,7 +438,11 @@ def _blas_product(module: ir.Module, b: ir.IRBuilder, function: str, fty, args: 
                     b.call(gemv, [I32(ROW_MAJOR), b.select(plain, no, yes), b.select(plain, m, k),
                                   b.select(plain, k, m), one, a, lda, bm, unit, beta, c, unit])
                 with full:
-                    b.call(gemm, [I32(ROW_MAJOR), ta, tb, m, n, k, one, a, lda, bm, ldb, beta, c, ldc])
+                    if pack is None:
+                        b.call(gemm, [I32(ROW_MAJOR), ta, tb, m, n, k, one, a, lda, bm, ldb, beta, c, ldc])
+                    else:
+                        b.call(library.declare(module, "tscript_sgemm_f32"),
+                               [ta, tb, m, n, k, a, lda, bm, ldb, beta, c, ldc, pack])
 
 
 def _small_gemm(module: ir.Module, b: ir.IRBuilder, name: str, args: list, split_min: int) -> None:

@@ -15,9 +15,11 @@ registers). For each MR = 6 rows, the micro-kernel then walks those panels with 
 held in L1 and the panels streaming from L2; it keeps C's 6 x 64 tile in 24 zmm accumulators and per
 step of K loads 4 vectors of B and broadcasts 6 values of A into 24 FMAs. A row-major A is read in
 place (its 6 rows are 6 sequential streams); a transposed A's 6 rows are packed first (turned around
-16 x 16 in registers). Rows past the last whole micro-panel get a kernel for that many rows, and the
-last columns a kernel for that many vectors with masked loads and stores of C, so nothing outside
-C's M x N values is read or written.
+16 x 16 in registers). A row-major B under at most `in_place_rows` rows is read in place too (but for
+its last, partial panel): packing it would cost more than the few row blocks that reuse it save.
+Rows past the last whole micro-panel get a kernel for that many rows, and the last columns a kernel
+for that many vectors, the last one of 8 floats when 8 are enough, with masked loads and stores of C:
+nothing outside C's M x N values is read or written.
 
 Two cores: with at least `BLOCKING.split_min` multiply-adds the larger of M and N is cut in two and
 the halves run at once through `tscript_parallel2`, each packing into its own half of `pack`; the
@@ -32,8 +34,7 @@ from llvmlite import ir
 
 from .loops import carried, counted
 
-I1, I16, I32, I64, F32, F64 = ir.IntType(1), ir.IntType(16), ir.IntType(32), ir.IntType(64), ir.FloatType(), \
-    ir.DoubleType()
+I1, I32, I64, F32, F64 = ir.IntType(1), ir.IntType(32), ir.IntType(64), ir.FloatType(), ir.DoubleType()
 I8P = ir.IntType(8).as_pointer()
 FP = F32.as_pointer()
 LANES = 16
@@ -54,6 +55,7 @@ class Blocking:
     kc: int = 256
     nc: int = 512
     unroll: int = 4
+    in_place_rows: int = 128  # a row-major B is packed only under more rows than this
     split_min: int = 1 << 21  # multiply-adds from which the two halves run at once (benchmarks/gemm.py)
 
     def __post_init__(self):
@@ -96,10 +98,6 @@ class _Gemm:
 
     def __init__(self, module: ir.Module, blocking: Blocking, name: str):
         self.module, self.k, self.name = module, blocking, name
-        self.fma = _intrinsic(module, "llvm.fma.v16f32", VEC, [VEC] * 3)
-        # (declared as conv.py declares them: the same names must have the same types in one module)
-        self.mload = _intrinsic(module, "llvm.masked.load.v16f32.p0", VEC, [FP, I32, MASK, VEC])
-        self.mstore = _intrinsic(module, "llvm.masked.store.v16f32.p0", ir.VoidType(), [VEC, FP, I32, MASK])
         self.kernels: dict = {}
         self.row_blocks: dict = {}
 
@@ -110,12 +108,22 @@ class _Gemm:
         except KeyError:
             return None
 
+    def _fma(self, width: int) -> ir.Function:
+        vec = _vector(width)
+        return _intrinsic(self.module, f"llvm.fma.v{width}f32", vec, [vec] * 3)
+
     def _load_masked(self, b, at, mask):
-        """The vector at `at`, zero in the lanes off `mask` (those are not read)."""
-        return b.call(self.mload, [b.bitcast(at, FP), I32(4), mask, ir.Constant(VEC, None)])
+        """The vector at `at` (as many floats as `mask` has lanes), zero in the lanes off `mask`
+        (those are not read)."""
+        vec = _vector(mask.type.count)
+        # (declared as conv.py declares them: the same names must have the same types in one module)
+        load = _intrinsic(self.module, f"llvm.masked.load.v{vec.count}f32.p0", vec, [FP, I32, mask.type, vec])
+        return b.call(load, [b.bitcast(at, FP), I32(4), mask, ir.Constant(vec, None)])
 
     def _store_masked(self, b, value, at, mask) -> None:
-        b.call(self.mstore, [value, b.bitcast(at, FP), I32(4), mask])
+        store = _intrinsic(self.module, f"llvm.masked.store.v{value.type.count}f32.p0", ir.VoidType(),
+                           [value.type, FP, I32, mask.type])
+        b.call(store, [value, b.bitcast(at, FP), I32(4), mask])
 
     def _function(self, suffix: str, args: list, ret=ir.VoidType(), internal=True) -> tuple:
         fn = ir.Function(self.module, ir.FunctionType(ret, args), f"{self.name}{suffix}")
@@ -126,63 +134,66 @@ class _Gemm:
 
     # -- the micro-kernel ------------------------------------------------------------------------
 
-    def kernel(self, mr: int, nv: int) -> ir.Function:
-        """`kernel(kc, a, lda, bp, c, ldc, ncols, load_c, scale)`: the mr x (16 nv) tile at `c`
-        (ncols of its columns are C's) = [C * scale +] A's mr rows (a[i*lda + p]) @ the packed panel
-        `bp`."""
-        key = (mr, nv)
+    def kernel(self, mr: int, nv: int, half: bool = False) -> ir.Function:
+        """`kernel(kc, a, lda, bp, ldbp, c, ldc, ncols, load_c, scale)`: the mr x (16 nv) tile at `c`
+        (ncols of its columns are C's) = [C * scale +] A's mr rows (a[i*lda + p]) @ the kc x (16 nv)
+        panel of B at `bp` (value (p, j) at bp[p*ldbp + j]: ldbp is NR in a packed panel). With
+        `half`, the last vector is 8 floats: on a CPU with 256-bit FMA units (Zen 4) a 256-bit FMA
+        costs half a 512-bit one, which N = 49 (7 x 7 pixels: 3 vectors and 1 column) spends 1/8 on."""
+        key = (mr, nv, half)
         if key in self.kernels:
             return self.kernels[key]
         k = self.k
-        fn, b = self._function(f"_kernel{mr}x{nv}", [I64, FP, I64, FP, FP, I64, I64, I1, F32])
-        for arg in (fn.args[1], fn.args[3], fn.args[4]):
+        fn, b = self._function(f"_kernel{mr}x{nv}{'h' if half else ''}", [I64, FP, I64, FP, I64, FP, I64, I64, I1, F32])
+        for arg in (fn.args[1], fn.args[3], fn.args[5]):
             arg.add_attribute("noalias")
-        kc, a, lda, bp, c, ldc, ncols, load_c, scale = fn.args
+        kc, a, lda, bp, ldbp, c, ldc, ncols, load_c, scale = fn.args
+        widths = [LANES] * (nv - 1) + [LANES // 2 if half else LANES]
         rows = [b.gep(a, [b.mul(I64(i), lda)]) for i in range(mr)]
-        c_rows = [b.gep(c, [b.mul(I64(i), ldc)]) for i in range(mr)]
 
         def step(p, accs):
-            ys = [b.load(b.bitcast(b.gep(bp, [b.add(b.mul(p, I64(k.nr)), I64(v * LANES))], inbounds=True), VP),
-                         align=ALIGN) for v in range(nv)]
+            ys = [b.load(b.bitcast(b.gep(bp, [b.add(b.mul(p, ldbp), I64(v * LANES))], inbounds=True),
+                                   _vector(w).as_pointer()), align=4) for v, w in enumerate(widths)]
             out = []
             for i in range(mr):
-                x = _splat(b, b.load(b.gep(rows[i], [p], inbounds=True)))
-                out += [b.call(self.fma, [x, y, accs[i * nv + v]]) for v, y in enumerate(ys)]
+                x = b.load(b.gep(rows[i], [p], inbounds=True))
+                out += [b.call(self._fma(w), [_splat(b, x, w), y, accs[i * nv + v]])
+                        for v, (y, w) in enumerate(zip(ys, widths))]
             return out
 
         def unrolled(p, accs):
             for u in range(k.unroll):
                 accs = step(b.add(p, I64(u)), accs)
             return accs
-        zero = ir.Constant(VEC, None)
+        zeros = [ir.Constant(_vector(w), None) for w in widths] * mr
         whole = b.and_(kc, I64(-k.unroll))
-        accs = carried(b, fn, I64(0), whole, k.unroll, "k", [zero] * (mr * nv), unrolled)
+        accs = carried(b, fn, I64(0), whole, k.unroll, "k", zeros, unrolled)
         accs = carried(b, fn, whole, kc, 1, "ktail", accs, step)
-        self._store_tile(fn, b, c_rows, nv, accs, ncols, load_c, scale)
+        with b.if_else(load_c) as (update, overwrite):
+            for branch, loads in ((update, True), (overwrite, False)):
+                with branch:
+                    self._store_tile(b, c, ldc, mr, widths, accs, ncols, scale if loads else None)
         b.ret_void()
         self.kernels[key] = fn
         return fn
 
-    def _store_tile(self, fn, b, c_rows, nv, accs, ncols, load_c, scale) -> None:
-        """C's tile = accs (+ scale * C): whole vectors, the last one masked to C's ncols columns."""
-        rem = b.sub(ncols, I64((nv - 1) * LANES))
-        full = b.icmp_signed(">=", rem, I64(LANES))
-        last = b.select(full, ir.Constant(MASK, [1] * LANES), _mask(b, rem))
-        factor = _splat(b, scale)
-        with b.if_else(load_c) as (update, overwrite):
-            for branch, loads in ((update, True), (overwrite, False)):
-                with branch:
-                    for i, row in enumerate(c_rows):
-                        for v in range(nv):
-                            at = b.bitcast(b.gep(row, [I64(v * LANES)]), VP)
-                            acc = accs[i * nv + v]
-                            if v < nv - 1:
-                                value = b.call(self.fma, [b.load(at, align=4), factor, acc]) if loads else acc
-                                b.store(value, at, align=4)
-                            else:
-                                old = self._load_masked(b, at, last) if loads else None
-                                value = b.call(self.fma, [old, factor, acc]) if loads else acc
-                                self._store_masked(b, value, at, last)
+    def _store_tile(self, b, c, ldc, mr, widths, accs, ncols, scale) -> None:
+        """C's tile = accs (+ scale * C unless scale is None): whole vectors, the last one masked to
+        C's ncols columns."""
+        nv, w = len(widths), widths[-1]
+        last = _mask(b, b.sub(ncols, I64((nv - 1) * LANES)), w)
+        for i in range(mr):
+            row = b.gep(c, [b.mul(I64(i), ldc)])
+            for v, width in enumerate(widths):
+                at, value = b.gep(row, [I64(v * LANES)]), accs[i * nv + v]
+                mask = last if v == nv - 1 else None
+                if scale is not None:
+                    old = b.load(b.bitcast(at, VP), align=4) if mask is None else self._load_masked(b, at, mask)
+                    value = b.call(self._fma(width), [old, _splat(b, scale, width), value])
+                if mask is None:
+                    b.store(value, b.bitcast(at, VP), align=4)
+                else:
+                    self._store_masked(b, value, at, mask)
 
     # -- packing ---------------------------------------------------------------------------------
 
@@ -290,21 +301,23 @@ class _Gemm:
     # -- loops around the micro-kernel -----------------------------------------------------------
 
     def row_block(self, mr: int) -> ir.Function:
-        """`rows(kc, nc, a, lda, bp, c, ldc, load_c, scale)`: mr rows of C times every panel of a packed
-        kc x nc block of B (whole panels, then the last one's vectors)."""
+        """`rows(kc, nc, a, lda, bp, ldbp, step, edge, c, ldc, load_c, scale)`: mr rows of C times a
+        kc x nc block of B: its whole panels at bp + t*step (rows ldbp apart), then the packed last
+        one's vectors at `edge`."""
         if mr in self.row_blocks:
             return self.row_blocks[mr]
         k = self.k
-        fn, b = self._function(f"_rows{mr}", [I64, I64, FP, I64, FP, FP, I64, I1, F32])
-        kc, nc, a, lda, bp, c, ldc, load_c, scale = fn.args
+        fn, b = self._function(f"_rows{mr}", [I64, I64, FP, I64, FP, I64, I64, FP, FP, I64, I1, F32])
+        kc, nc, a, lda, bp, ldbp, step, edge, c, ldc, load_c, scale = fn.args
         whole = b.and_(nc, I64(-k.nr))
         with counted(b, fn, I64(0), whole, k.nr, "panel") as j:
-            b.call(self.kernel(mr, k.nv), [kc, a, lda, b.gep(bp, [b.mul(j, kc)]), b.gep(c, [j]), ldc, I64(k.nr),
-                                          load_c, scale])
+            panel = b.gep(bp, [b.mul(b.lshr(j, I64(k.nr.bit_length() - 1)), step)])
+            b.call(self.kernel(mr, k.nv), [kc, a, lda, panel, ldbp, b.gep(c, [j]), ldc, I64(k.nr), load_c, scale])
         rest = b.sub(nc, whole)
-        vectors = b.lshr(b.add(rest, I64(LANES - 1)), I64(4))
-        args = [kc, a, lda, b.gep(bp, [b.mul(whole, kc)]), b.gep(c, [whole]), ldc, rest, load_c, scale]
-        _switch(b, fn, vectors, range(1, k.nv + 1), lambda nv: b.call(self.kernel(mr, nv), args))
+        halves = b.lshr(b.add(rest, I64(LANES // 2 - 1)), I64(3))  # the last panel's 8-float halves
+        args = [kc, a, lda, edge, I64(k.nr), b.gep(c, [whole]), ldc, rest, load_c, scale]
+        _switch(b, fn, halves, range(1, 2 * k.nv + 1),
+                lambda h: b.call(self.kernel(mr, (h + 1) // 2, h % 2 == 1), args))
         b.ret_void()
         self.row_blocks[mr] = fn
         return fn
@@ -326,7 +339,15 @@ class _Gemm:
             with counted(b, fn, I64(0), kk, k.kc, "pc") as pc:
                 kc = _min(b, b.sub(kk, pc), I64(k.kc))
                 b_block = b.gep(bm, [b.select(tb, b.add(b.mul(jc, ldb), pc), b.add(b.mul(pc, ldb), jc))])
-                b.call(self.pack_b(), [b_block, ldb, tb, kc, nc, pack])
+                # a row-major B under few rows: its whole panels are read in place (packing them costs
+                # more than it saves), only the last one is packed (for the masked loads past column N)
+                in_place = b.and_(b.not_(tb), b.icmp_signed("<=", m, I64(k.in_place_rows)))
+                cols = b.and_(nc, I64(-k.nr))
+                b.call(self.pack_b(), [b.select(in_place, b.gep(b_block, [cols]), b_block), ldb, tb, kc,
+                                       b.select(in_place, b.sub(nc, cols), nc), pack])
+                panels = [b.select(in_place, b_block, pack), b.select(in_place, ldb, I64(k.nr)),
+                          b.select(in_place, I64(k.nr), b.mul(kc, I64(k.nr))),
+                          b.select(in_place, pack, b.gep(pack, [b.mul(cols, kc)]))]
                 first = b.icmp_signed("==", pc, I64(0))
                 load_c = b.or_(b.icmp_signed(">", pc, I64(0)), b.fcmp_unordered("!=", beta, F32(0.0)))
                 scale = b.select(first, beta, F32(1.0))
@@ -336,7 +357,7 @@ class _Gemm:
                     a_rows = b.gep(a, [b.select(ta, b.add(b.mul(pc, lda), ir_), b.add(b.mul(ir_, lda), pc))])
                     with b.if_then(ta):
                         b.call(self.pack_a(), [a_rows, lda, mr, kc, a_panel])
-                    return [kc, nc, b.select(ta, a_panel, a_rows), b.select(ta, kc, lda), pack,
+                    return [kc, nc, b.select(ta, a_panel, a_rows), b.select(ta, kc, lda), *panels,
                             b.gep(c_block, [b.mul(ir_, ldc)]), ldc, load_c, scale]
                 with counted(b, fn, I64(0), whole, k.mr, "ir") as ir_:
                     b.call(self.row_block(k.mr), block(ir_, I64(k.mr)))
@@ -458,21 +479,26 @@ def _transpose16(b, rows: list) -> list:
     return rows
 
 
-def _mask(b, count):
-    """The lane mask of the first `count` lanes (count clamped to 0..16)."""
-    count = b.select(b.icmp_signed("<", count, I64(0)), I64(0), _min(b, count, I64(LANES)))
-    bits = b.trunc(b.sub(b.shl(I64(1), count), I64(1)), I16)
-    return b.bitcast(bits, MASK)
+def _mask(b, count, lanes: int = LANES):
+    """The mask of the first `count` of `lanes` lanes (count clamped to 0..lanes)."""
+    count = b.select(b.icmp_signed("<", count, I64(0)), I64(0), _min(b, count, I64(lanes)))
+    bits = b.trunc(b.sub(b.shl(I64(1), count), I64(1)), ir.IntType(lanes))
+    return b.bitcast(bits, ir.VectorType(I1, lanes))
 
 
 def _min(b, x, y):
     return b.select(b.icmp_signed("<", x, y), x, y)
 
 
-def _splat(b, x):
-    """A vector of 16 copies of float x."""
-    v = b.insert_element(ir.Constant(VEC, ir.Undefined), x, I32(0))
-    return b.shuffle_vector(v, ir.Constant(VEC, ir.Undefined), ir.Constant(ir.VectorType(I32, LANES), [0] * LANES))
+def _vector(width: int) -> ir.VectorType:
+    return ir.VectorType(F32, width)
+
+
+def _splat(b, x, width: int = LANES):
+    """A vector of `width` copies of float x."""
+    vec = _vector(width)
+    v = b.insert_element(ir.Constant(vec, ir.Undefined), x, I32(0))
+    return b.shuffle_vector(v, ir.Constant(vec, ir.Undefined), ir.Constant(ir.VectorType(I32, width), [0] * width))
 
 
 def _stack(b, ty, values: list):
