@@ -15,7 +15,6 @@ from .entry_steps import (ALIASES, AVG_POOLS, CONVS, GEMMS, GEMM_DTYPES, GEMM_SL
                           OFFSET_VIEWS, SHAPE_READS, SPLIT_COLUMNS, STRIDED_VIEWS, TRANS, VIEW_LISTS, CatStep,
                           GatherStep, GemmStep, KernelStep, ReduceStep, ScatterStep, WindowStep, window_slots)
 from .graph_json import TensorRef, decode_attr
-from .native.library.packed_gemm import pack_bytes
 from .ops import OPS
 from .ops.reductions import reduce_dims
 from .ops.registry import TensorMeta
@@ -197,8 +196,13 @@ def _plan_gemm(step: GemmStep, node: dict, env: dict, ints) -> None:
     values = [trans_a, trans_b, m, n, k, lda, ldb, max(n, 1), _bias_rows(bias, m, n), count,
               *(1,) * pad, *(int(d) for d in batch),
               *[s for x in (a.strides[:-2], b.strides[:-2], c_strides) for s in (0,) * pad + tuple(x)],
-              pack_bytes(m, n, k) if _packed(step, trans_a, m, n, k) else 0]
+              _pack_bytes(m, n, k) if _packed(step, trans_a, m, n, k) else 0]
     ints[step.dims:step.dims + len(GEMM_SLOTS)] = values
+
+
+def _pack_bytes(m: int, n: int, k: int) -> int:
+    from .native.library.packed_gemm import pack_bytes  # (llvmlite: only where there is native code to plan)
+    return pack_bytes(m, n, k)
 
 
 def _packed(step: GemmStep, trans_a: int, m: int, n: int, k: int) -> bool:
@@ -285,7 +289,7 @@ def _plan_conv(step: WindowStep, env: dict, x, args: list) -> list:
     o = w.shape[0] // groups
     return [per_group, h, wd, *kernel, *g.stride, *g.padding, *g.dilation, *g.out,
             x.shape[0] if x.ndim == 4 else 1, o, k, length, groups, k * length * x.itemsize,
-            pack_bytes(o, length, k) if x.dtype == np.float32 and not 3 <= o <= step.small_m else 0]
+            _pack_bytes(o, length, k) if x.dtype == np.float32 and not 3 <= o <= step.small_m else 0]
 
 
 def _plan_conv_transpose(step: WindowStep, env: dict, x, args: list) -> list:
