@@ -130,13 +130,17 @@ _KEEP: list = []
 
 
 def _table(results) -> str:
-    """Medians, GFLOP/s of each variant and tscript's speed-up (others' time / tscript's time)."""
-    lines = []
+    """Per case: each variant's median and GFLOP/s, then tscript's speed-up over the others (their
+    time / tscript's time: above 1, tscript is faster)."""
+    names = list(dict.fromkeys(v for _, res in results for v in res))
+    head = f"{'case':60s}" + "".join(f"{v + ' ms':>12s}{'GFLOP/s':>9s}" for v in names) + \
+        "".join(f"{'x vs ' + v:>11s}" for v in names[1:])
+    lines = [head, "-" * len(head)]
     for case, res in results:
-        cells = "  ".join(f"{v} {res[v] * 1e3:8.3f} ms {float(fn(res)):5.0f} GFLOP/s"
-                          for v, fn in ((v, case.notes.get(f"GFLOP/s {v}")) for v in res) if fn)
-        speedups = "  ".join(f"x{res[v] / res['tscript']:.2f} vs {v}" for v in res if v != "tscript")
-        lines.append(f"{case.name:58s} {cells}   {speedups}")
+        cells = "".join(f"{res[v] * 1e3:12.3f}{case.notes[f'GFLOP/s {v}'](res):>9s}" if v in res else " " * 21
+                        for v in names)
+        ratios = "".join(f"{res[v] / res['tscript']:11.2f}" if v in res else " " * 11 for v in names[1:])
+        lines.append(f"{case.name:60s}{cells}{ratios}")
     return "\n".join(lines)
 
 

@@ -10,6 +10,8 @@ import numpy as np
 
 from . import autograd, compile, eager_ops, executor, gemm, ir_scale, load, models, nn_layers, passes, script, strided, \
     training
+from tscript_runtime.progress import Progress
+
 from .harness import report, run_case, torch
 
 SUITES = {"eager": eager_ops.cases, "autograd": autograd.cases, "nn": nn_layers.cases, "ir": ir_scale.cases,
@@ -26,10 +28,21 @@ def main(argv=None) -> None:
     print(f"python {platform.python_version()}, numpy {np.__version__}, "
           f"torch {torch.__version__ if torch else 'not installed'}")
     for suite in args.suites or SUITES:
-        results = [(case, run_case(case, args.budget)) for case in SUITES[suite]()]
+        results = _run_suite(suite, args.budget)
         if results:  # (a suite may print its own table instead)
             print(f"\n[{suite}] medians of interleaved samples")
             print(report(results))
+
+
+def _run_suite(suite: str, budget: float) -> list:
+    """(case, medians) of every case of `suite`; a progress line on a terminal while they run."""
+    cases = list(SUITES[suite]())
+    results = []
+    with Progress("python -m benchmarks") as progress:
+        for i, case in enumerate(cases):
+            progress.step(f"{suite}: {case.name}", i + 1, len(cases))
+            results.append((case, run_case(case, budget)))
+    return results
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from .utils.dlpack import from_dlpack
 from .autograd import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
                        set_grad_enabled)
 from . import _api_indexing, _api_linalg, _api_reductions, _bindings
-from . import _api_compare, _api_foreach, _api_math, _api_shape, _api_tensor, compiler, linalg, testing
+from . import _api_compare, _api_dtypes, _api_foreach, _api_math, _api_shape, _api_tensor, compiler, linalg, testing
 from .compiler import compile  # noqa: A004  (PyTorch's torch.compile, a pass-through)
 from ._finfo import finfo, iinfo
 from ._legacy import LEGACY_TYPES as _LEGACY_TYPES
@@ -51,8 +51,8 @@ def numel(input: Tensor) -> "builtins.int":
     return input.numel()
 
 
-for _api in (_api_indexing, _api_linalg, _api_reductions, _api_compare, _api_foreach, _api_math, _api_shape,
-             _api_tensor):
+for _api in (_api_indexing, _api_linalg, _api_reductions, _api_compare, _api_dtypes, _api_foreach, _api_math,
+             _api_shape, _api_tensor):
     globals().update(_api.FUNCTIONS)
     _bindings.install_methods(_api.METHODS)
 globals().update(_bindings.generated(globals()))

@@ -19,13 +19,14 @@ _COPY_WARNING = ("To copy construct from a tensor, it is recommended to use sour
 
 
 def _convertible(arr: np.ndarray) -> np.ndarray:
-    """An array of one of our five dtypes: other ints become int64, float16 float32."""
+    """An array of a tscript dtype: arrays of one keep it (uint8 stays uint8, float16 float16); the
+    integers tscript lacks (uint16, uint32, uint64) become int64, wider floats float64."""
     if arr.dtype in _SUPPORTED:
         return arr
     if arr.dtype.kind in "iu":
         return arr.astype(np.int64)
     if arr.dtype.kind == "f":
-        return arr.astype(np.float32 if arr.dtype.itemsize < 4 else np.float64)
+        return arr.astype(np.float64)
     raise TypeError(f"can't convert data of dtype {arr.dtype} to a tensor; supported: "
                     f"{', '.join(_dt.BY_NAME)}")
 
@@ -54,10 +55,12 @@ def _from_python(data) -> np.ndarray:
         arr = np.array(data)
     except (ValueError, TypeError) as e:
         raise TypeError(f"tensor(): could not convert data of type {type(data).__name__}: {e}") from None
-    if arr.dtype.kind not in "biuf":
+    if arr.dtype.kind not in "biufc":
         raise TypeError(f"tensor(): invalid data type '{type(_bad_leaf(data)).__name__}'")
     if arr.dtype.kind == "f" and not isinstance(data, (np.ndarray, np.generic)):
         return arr.astype(_dt.defaults.float_dtype)
+    if arr.dtype.kind == "c" and not isinstance(data, (np.ndarray, np.generic)):
+        return arr.astype(_dt.default_complex())
     return _convertible(arr)
 
 
@@ -69,7 +72,7 @@ def _bad_leaf(data):
             if bad is not None:
                 return bad
         return None
-    return None if isinstance(data, (int, float, bool, np.number, np.bool_, Tensor)) else data
+    return None if isinstance(data, (int, float, complex, bool, np.number, np.bool_, Tensor)) else data
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:

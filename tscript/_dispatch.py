@@ -9,6 +9,7 @@ import numpy as np
 
 from tscript_runtime.errors import OpError, OpIndexError, OpRuntimeError, OpTypeError, OpValueError
 from tscript_runtime.ops import OPS, OpDef
+from tscript_runtime.ops.narrow import NARROW_CHARS
 from tscript_runtime.ops.registry import TensorMeta
 
 from ._tensor import Tensor, _make
@@ -16,7 +17,7 @@ from ._tracing import state as _trace_state
 from .autograd.grad_mode import state as _grad_state
 from .autograd.record import run_recorded
 
-_NUMBERS = (int, float, bool)
+_NUMBERS = (int, float, bool, complex)
 _ndarray = np.ndarray
 _CLEAN = ((IndexError, OpIndexError), (TypeError, OpTypeError), (ValueError, OpValueError))
 
@@ -34,11 +35,14 @@ def dispatch(op: OpDef, args: tuple, kwargs: dict | None = None):
         args = args + op.defaults[len(args):]
     arrays = list(args)
     needs_grad = False
+    kernel = op.direct if not op.list_pos else op.kernel  # (lists: the kernel checks them for narrow floats)
     for i in op.tensor_pos:
         a = args[i]
         if isinstance(a, Tensor):
-            arrays[i] = a._data
+            arr = arrays[i] = a._data
             needs_grad = needs_grad or a._requires_grad
+            if arr.dtype.char in NARROW_CHARS:  # float16, bfloat16: the kernel that computes in float32
+                kernel = op.kernel
         elif a is not None and (a.__class__ not in _NUMBERS or op.schema.args[i].base_type == "Tensor"):
             op.schema.check_types(args, _is_tensor)  # raises the TypeError naming the argument
             arrays[i] = _plain_number(a)
@@ -46,10 +50,10 @@ def dispatch(op: OpDef, args: tuple, kwargs: dict | None = None):
         arrays[i] = _unwrap_list(op, args, i)
         needs_grad = needs_grad or any(t is not None and t._requires_grad for t in args[i])
     if needs_grad and _grad_state.enabled:
-        result = run_recorded(op, args, arrays, lambda arr: _run(op, args, arr),
+        result = run_recorded(op, args, arrays, lambda arr: _run(op, kernel, args, arr),
                               lambda out: _wrap(op, out, args, arrays))
     else:
-        result = _wrap(op, _run(op, args, arrays), args, arrays)
+        result = _wrap(op, _run(op, kernel, args, arrays), args, arrays)
     if _trace_state.recorder is not None:
         return _trace_state.recorder.record(op, args, result)
     return result
@@ -63,10 +67,10 @@ def _plain_number(x):
     return float(x) if isinstance(x, float) else x
 
 
-def _run(op: OpDef, args, arrays):
+def _run(op: OpDef, kernel, args, arrays):
     """The kernel's result; numpy's complaints become clear errors (our own bugs propagate)."""
     try:
-        return op.kernel(*arrays)
+        return kernel(*arrays)
     except OpError:
         raise
     except (ValueError, TypeError, IndexError, ArithmeticError) as e:

@@ -20,10 +20,11 @@ def tensor_repr(t) -> str:
         body = "[]"
         extras.append(f"size={tuple(arr.shape)}")
     else:
-        mode = _float_mode(arr) if arr.dtype.kind == "f" else "maxprec"
-        body = np.array2string(arr, separator=", ", prefix="tensor(", precision=4, floatmode=mode,
+        shown = arr.astype(_dt.float32) if _dt.is_narrow(arr.dtype) else arr  # numpy prints bfloat16 poorly
+        mode = _float_mode(shown) if _dt.is_inexact(arr.dtype) else "maxprec"
+        body = np.array2string(shown, separator=", ", prefix="tensor(", precision=4, floatmode=mode,
                                threshold=1000, edgeitems=3)
-    if arr.dtype not in _PLAIN and arr.dtype != _dt.defaults.float_dtype:
+    if arr.dtype not in _PLAIN and arr.dtype != _dt.defaults.float_dtype and arr.dtype != _dt.default_complex():
         extras.append(f"dtype=tscript.{_dt.NAMES[arr.dtype]}")
     if t.grad_fn is not None:
         extras.append(f"grad_fn=<{t.grad_fn.name()}>")

@@ -98,9 +98,14 @@ def _classify(x) -> tuple:
 
 
 def _classify_tensor(x: Tensor) -> tuple:
-    """A 0-dim integer tensor indexes like an int, a 0-dim bool one like a Python bool."""
+    """A 0-dim integer tensor indexes like an int, a 0-dim bool one like a Python bool; a uint8 one
+    with dims is a mask, as in PyTorch (which warns that this is deprecated)."""
     if x.ndim == 0 and x._data.dtype.kind in "iub":
         return ("bool", bool(x)) if _is_mask(x) else ("int", operator.index(x))
+    if x._data.dtype == np.uint8:
+        warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.",
+                      UserWarning, stacklevel=7)
+        return "tensor", x.bool()
     return "tensor", x
 
 

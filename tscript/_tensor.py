@@ -97,6 +97,26 @@ class Tensor:
     def is_floating_point(self) -> bool:
         return _dt.is_float(self._data.dtype)
 
+    def is_complex(self) -> bool:
+        return _dt.is_complex(self._data.dtype)
+
+    def is_conj(self) -> bool:
+        """False: `conj()` of a complex tensor is computed at once (no lazy conjugate bit)."""
+        return False
+
+    def resolve_conj(self) -> "Tensor":
+        return self
+
+    @property
+    def real(self) -> "Tensor":
+        """The real part, a view (the tensor itself when it is not complex)."""
+        return dispatch(OPS["aten::real"], (self,))
+
+    @property
+    def imag(self) -> "Tensor":
+        """The imaginary part of a complex tensor, a view."""
+        return dispatch(OPS["aten::imag"], (self,))
+
     def is_contiguous(self, memory_format=None) -> bool:
         """Does the memory lie row-major (or in the order `memory_format` names, e.g. channels_last)?"""
         if memory_format is None:
@@ -129,7 +149,7 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to "
                                "use a computed variable in a subgraph that doesn't require differentiation "
                                "use var_no_grad = var.detach().")
-        if requires_grad and not _dt.is_float(self._data.dtype):
+        if requires_grad and not _dt.is_inexact(self._data.dtype):
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = bool(requires_grad)
         return self
@@ -317,6 +337,27 @@ class Tensor:
 
     def bool(self) -> "Tensor":
         return self.to(_dtype.bool_)
+
+    def half(self) -> "Tensor":
+        return self.to(_dtype.float16)
+
+    def bfloat16(self) -> "Tensor":
+        return self.to(_dtype.bfloat16)
+
+    def byte(self) -> "Tensor":
+        return self.to(_dtype.uint8)
+
+    def char(self) -> "Tensor":
+        return self.to(_dtype.int8)
+
+    def short(self) -> "Tensor":
+        return self.to(_dtype.int16)
+
+    def cfloat(self) -> "Tensor":
+        return self.to(_dtype.complex64)
+
+    def cdouble(self) -> "Tensor":
+        return self.to(_dtype.complex128)
 
     def cpu(self) -> "Tensor":
         return self

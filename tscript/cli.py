@@ -1,4 +1,4 @@
-"""The `tscript` command (also `python -m tscript`): demo, trace, ir."""
+"""The `tscript` command (also `python -m tscript`): demo, trace, ir, report."""
 from __future__ import annotations
 
 import argparse
@@ -111,17 +111,47 @@ def _trace(args) -> int:
     if hasattr(obj, "train"):
         obj.train(args.backward)  # a model saved to train keeps dropout and batch statistics on
     inputs = tuple(_random_input(shape, args.dtype) for shape in shapes)
-    if args.backward:  # forward + backward graphs, compiled: what run_with_grad needs
-        source = ts.jit.script(obj) if args.script else obj
-        result = ts.jit.compile(source, inputs, backward=True, dynamic={0: [0]})
-    else:
-        with ts.no_grad():
-            scripted = ts.jit.script(obj) if args.script else ts.jit.trace(obj, inputs)
-            result = ts.jit.compile(scripted, inputs, dynamic={0: [0]}) if args.compile else scripted
-    ts.jit.save(result, args.output)
+    from tscript_runtime.progress import Progress
+    from .ir.passes.pipeline import observe_passes
+    from .report.passes import PassProgress
+    with Progress("tscript trace") as progress, observe_passes(PassProgress(progress)):
+        progress.step("scripting" if args.script else "tracing")
+        if args.backward:  # forward + backward graphs, compiled: what run_with_grad needs
+            source = ts.jit.script(obj) if args.script else obj
+            result = ts.jit.compile(source, inputs, backward=True, dynamic={0: [0]})
+        else:
+            with ts.no_grad():
+                scripted = ts.jit.script(obj) if args.script else ts.jit.trace(obj, inputs)
+                result = ts.jit.compile(scripted, inputs, dynamic={0: [0]}) if args.compile else scripted
+        progress.step("saving")
+        ts.jit.save(result, args.output)
     from tscript_runtime.model import read_saved_model
     entries = ", ".join(read_saved_model(args.output).entry_points)
     print(f"saved {args.output} ({os.path.getsize(args.output) / 1024:.1f} KiB; entry points: {entries})")
+    return 0
+
+
+def _report(args) -> int:
+    import tscript as ts
+    from tscript_runtime.progress import Progress
+    from tscript_runtime.report import write_report
+    from .report import build_report
+    if args.runs < 0:
+        raise UserError("--runs must be at least 0")
+    if not os.path.isdir(os.path.dirname(args.output) or "."):
+        raise UserError(f"cannot write {args.output}: no such directory")
+    shapes = [_shape(text) for text in args.input_shape]
+    obj = _load_target(args.target)
+    if hasattr(obj, "train"):
+        obj.train(args.backward)
+    inputs = tuple(_random_input(shape, args.dtype) for shape in shapes)
+    with Progress("tscript report") as progress:
+        progress.step("scripting" if args.script else "tracing")
+        source = ts.jit.script(obj) if args.script else obj
+        data = build_report(source, inputs, args.runs, args.backward, layout=args.layout, progress=progress)
+        progress.step("writing the page")
+        size = write_report(data, args.output)
+    print(f"wrote {args.output} ({size / 1024:.1f} KiB)")
     return 0
 
 
@@ -195,6 +225,19 @@ def build_parser() -> argparse.ArgumentParser:
     ir.add_argument("--after-each-pass", action="store_true",
                     help="run the pass pipeline on the saved IR and print it after every pass that changes it")
     ir.set_defaults(func=_ir)
+    report = sub.add_parser("report", help="compile a model and write one self-contained HTML report: source and "
+                            "IR, every pass, the graph, the kernels' code, a profile")
+    report.add_argument("target", help="MODULE:ATTR, as for trace")
+    report.add_argument("--input-shape", action="append", required=True, help="e.g. 8,784 (repeat per input)")
+    report.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    report.add_argument("-o", "--output", required=True, help="output .html path")
+    report.add_argument("--script", action="store_true", help="script the source instead of tracing")
+    report.add_argument("--backward", action="store_true", help="compile the backward too (the model in training "
+                        "mode) and report both graphs")
+    report.add_argument("--runs", type=int, default=10, help="profiled runs on random inputs (default: 10; 0: none)")
+    report.add_argument("--layout", default="auto", choices=["auto", "dot", "layered", "list"],
+                        help="how to draw the graph (default: auto, Graphviz dot for small graphs when installed)")
+    report.set_defaults(func=_report)
     return parser
 
 

@@ -6,7 +6,8 @@ the offsets and the sizes; nothing in the file is ever executed).
 What can be saved: a dict (or OrderedDict) of str -> Tensor, e.g. `model.state_dict()`, plus
 optional str -> str `metadata`. Every tensor is stored as its own contiguous copy (tensors that
 share memory are stored once per name). Loading gives a dict of name -> tensor (fresh, writable
-arrays). Tensors of dtypes tscript lacks (F16, BF16, U8, I8, ...) are refused by name.
+arrays). Every tscript dtype is stored (F16, BF16 and C64 included); tensors of dtypes tscript lacks
+(U16, U32, F8_E4M3, ...) are refused by name.
 """
 from __future__ import annotations
 
@@ -40,6 +41,10 @@ def save(obj, f, metadata: dict | None = None) -> None:
     if metadata is not None and not (isinstance(metadata, dict) and
                                      all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())):
         raise TypeError("tscript.save(format='safetensors'): metadata must be a dict of str -> str")
+    for name, t in obj.items():
+        if t._data.dtype == np.complex128:
+            raise ValueError(f"tscript.save(format='safetensors'): tensor '{name}' is complex128, which the "
+                             f"safetensors format cannot store (complex64 it can)")
     arrays = {name: np.ascontiguousarray(t._data) for name, t in obj.items()}  # the package saves raw memory
     data = numpy_io.save(arrays, metadata=metadata)
     if isinstance(f, (str, os.PathLike)):
@@ -65,7 +70,7 @@ def load(f) -> dict:
 def _tensor(array: np.ndarray, name: str, where: str) -> Tensor:
     if array.dtype not in FROM_NP:
         raise ModelError(f"{where}: tensor '{name}' is of dtype {array.dtype}, which tscript does not have (it has "
-                         f"float32, float64, int32, int64, bool)")
+                         f"{', '.join(d.name for d in FROM_NP.values())})")
     if not (array.flags.writeable and array.flags.c_contiguous and array.flags.aligned):
         array = np.array(array, order="C")
     return _make(array)

@@ -10,7 +10,7 @@ from ._tensor import Tensor
 
 # dtype -> (rtol, atol) when neither is given, as PyTorch's defaults; integers and bools compare exactly.
 DEFAULT_TOLERANCES = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5),
-                      "float64": (1e-7, 1e-7)}
+                      "float64": (1e-7, 1e-7), "complex64": (1.3e-6, 1e-5), "complex128": (1e-7, 1e-7)}
 
 
 def _tolerances(np_dtype, rtol, atol) -> tuple:
@@ -35,7 +35,7 @@ def _compare_arrays(a: np.ndarray, b: np.ndarray, rtol, atol, equal_nan, item, m
     # differences in the inputs' float dtype, as PyTorch reports them (integers: float64, and equality
     # is tested on the integers themselves, which no float holds exactly beyond 2**53)
     common = _dt.promote_types(a.dtype, b.dtype)
-    is_float = _dt.is_float(common)
+    is_float = _dt.is_inexact(common)  # (complex too: |a - b| is the distance of the complex numbers)
     a64, b64 = (a.astype(common), b.astype(common)) if is_float else (a.astype(np.float64), b.astype(np.float64))
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         diff = np.abs(a64 - b64) if is_float else np.abs(a.astype(np.int64) - b.astype(np.int64)).astype(np.float64)

@@ -16,15 +16,17 @@ have at most MAX_PICKLE_BYTES (64 MiB); its opcodes are checked by `pickle_scan.
 global it names against the allow-list of `torch_pickle` before anything is unpickled, and it is
 unpickled by `torch_pickle.CheckpointUnpickler`, which builds nothing else. Tensors are views of
 their storage's array (offset and strides as saved; tensors of one storage share memory; a
-big-endian file's storages are converted once). Storages of dtypes tscript lacks (float16,
-bfloat16, uint8, int8, int16, complex) are refused by name; storages on another device (a
-checkpoint saved from CUDA) load on the CPU. Any problem is a ModelError naming the file.
+big-endian file's storages are converted once). Storages of every tscript dtype load (float16,
+bfloat16, uint8, int8, int16 and complex ones included); those of dtypes tscript lacks (uint16,
+complex32, float8 ...) are refused by name; storages on another device (a checkpoint saved from CUDA)
+load on the CPU. Any problem is a ModelError naming the file.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from tscript_runtime.archive import read_zip, source_name
+from tscript_runtime.dtypes import bfloat16 as BFLOAT16
 from tscript_runtime.errors import ModelError
 
 from .pickle_scan import scan
@@ -124,9 +126,11 @@ class _Storages:
         if len(member) != numel * dtype.itemsize:
             raise ModelError(f"{self.where}: storage '{key}' should hold {numel} elements of {dtype} "
                              f"({numel * dtype.itemsize} bytes), its member has {len(member)} bytes")
-        array = np.frombuffer(member, dtype.newbyteorder(self.order), numel)
-        if array.dtype != dtype or not array.flags.aligned or not array.flags.writeable:
-            array = array.astype(dtype)  # a big-endian file, or a member not aligned for its dtype
+        bits = np.dtype(np.uint16) if dtype == BFLOAT16 else dtype  # (ml_dtypes' bfloat16 has no byte orders)
+        array = np.frombuffer(member, bits.newbyteorder(self.order), numel)
+        if array.dtype != bits or not array.flags.aligned or not array.flags.writeable:
+            array = array.astype(bits)  # a big-endian file, or a member not aligned for its dtype
+        array = array.view(dtype)
         if dtype == np.bool_ and numel and array.view(np.uint8).max() > 1:
             raise ModelError(f"{self.where}: storage '{key}' holds bool values other than 0 and 1")
         return array

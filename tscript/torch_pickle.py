@@ -25,6 +25,8 @@ from collections import OrderedDict
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from tscript_runtime.dtypes import is_inexact
+
 from . import _dtype
 from ._device import device
 from ._size import Size
@@ -34,16 +36,21 @@ MAX_RANK = 64
 UNPICKLE_ERRORS = (pickle.UnpicklingError, TypeError, ValueError, AttributeError, KeyError, IndexError, EOFError,
                    OverflowError, RecursionError, UnicodeError)
 
-# PyTorch storage type -> numpy dtype (None: a dtype tscript lacks), and dtype names.
-STORAGES = {"FloatStorage": np.float32, "DoubleStorage": np.float64, "LongStorage": np.int64,
-            "IntStorage": np.int32, "BoolStorage": np.bool_, "UntypedStorage": np.uint8,
-            "HalfStorage": None, "BFloat16Storage": None, "ByteStorage": None, "CharStorage": None,
-            "ShortStorage": None, "ComplexFloatStorage": None, "ComplexDoubleStorage": None}
+# PyTorch storage type -> numpy dtype, dtype names, and the dtypes tscript lacks (refused by name).
+STORAGES = {"FloatStorage": _dtype.float32.np, "DoubleStorage": _dtype.float64.np, "HalfStorage": _dtype.float16.np,
+            "BFloat16Storage": _dtype.bfloat16.np, "LongStorage": _dtype.int64.np, "IntStorage": _dtype.int32.np,
+            "ShortStorage": _dtype.int16.np, "CharStorage": _dtype.int8.np, "ByteStorage": _dtype.uint8.np,
+            "BoolStorage": _dtype.bool_.np, "ComplexFloatStorage": _dtype.complex64.np,
+            "ComplexDoubleStorage": _dtype.complex128.np, "UntypedStorage": _dtype.uint8.np}
 DTYPES = {"float32": _dtype.float32, "float": _dtype.float32, "float64": _dtype.float64, "double": _dtype.float64,
-          "int32": _dtype.int32, "int": _dtype.int32, "int64": _dtype.int64, "long": _dtype.int64,
-          "bool": _dtype.bool_}
-UNSUPPORTED_DTYPES = ("float16", "half", "bfloat16", "uint8", "int8", "int16", "short", "complex64", "cfloat",
-                      "complex128", "cdouble", "uint16", "uint32", "uint64")
+          "float16": _dtype.float16, "half": _dtype.float16, "bfloat16": _dtype.bfloat16,
+          "int64": _dtype.int64, "long": _dtype.int64, "int32": _dtype.int32, "int": _dtype.int32,
+          "int16": _dtype.int16, "short": _dtype.int16, "int8": _dtype.int8, "uint8": _dtype.uint8,
+          "bool": _dtype.bool_, "complex64": _dtype.complex64, "cfloat": _dtype.complex64,
+          "complex128": _dtype.complex128, "cdouble": _dtype.complex128}
+UNSUPPORTED_DTYPES = ("uint16", "uint32", "uint64", "complex32", "chalf", "float8_e4m3fn", "float8_e5m2",
+                      "float8_e4m3fnuz", "float8_e5m2fnuz", "ComplexHalfStorage", "QInt8Storage", "QUInt8Storage",
+                      "QInt32Storage")
 
 
 class Refused(pickle.UnpicklingError):
@@ -196,7 +203,9 @@ ALLOWED = {
     **{f"{module}.{name}": cls for module in ("builtins", "__builtin__")
        for name, cls in (("set", set), ("frozenset", frozenset), ("bytearray", _bytearray))},
     **{f"torch.{name}": _Constant(dtype) for name, dtype in DTYPES.items()},
-    **{f"torch.{name}": _StorageType(name, dtype) for name, dtype in STORAGES.items() if dtype is not None},
+    **{f"torch.{name}": _StorageType(name, dtype) for name, dtype in STORAGES.items()},
+    # (PyTorch names the untyped storage by its defining module too, e.g. for tensors of uint16)
+    "torch.storage.UntypedStorage": _StorageType("UntypedStorage", STORAGES["UntypedStorage"]),
 }
 
 
@@ -205,10 +214,11 @@ def refusal(name: str) -> str | None:
     if name in ALLOWED:
         return None
     module, _, attr = name.rpartition(".")
-    if module == "torch" and (attr in UNSUPPORTED_DTYPES or attr in STORAGES):
+    if module == "torch" and attr in UNSUPPORTED_DTYPES:
         kind = attr[:-len("Storage")] if attr.endswith("Storage") else attr
-        return (f"it holds tensors of dtype {kind}, which tscript does not have (it has float32, float64, int32, "
-                f"int64, bool): convert them in PyTorch first (e.g. `.float()`)")
+        have = ", ".join(d.name for d in _dtype.FROM_NP.values())
+        return f"it holds tensors of dtype {kind}, which tscript does not have (it has {have}): convert them in " \
+               f"PyTorch first (e.g. `.float()`)"
     return (f"its pickle names '{name}', which is not on tscript's allow-list (tensors, storages, dtypes, "
             f"torch.Size, OrderedDict, dict, list, tuple, set, numbers, strings, bytes): refusing to load it, "
             f"as loading could run code")
@@ -333,7 +343,7 @@ class _Materializer:
 
     def _tensor(self, obj):
         t = self.memo[id(obj)] = _make(obj.array)
-        if obj.requires_grad and obj.array.dtype.kind == "f":
+        if obj.requires_grad and is_inexact(obj.array.dtype):
             t.requires_grad_(True)
 
     def _parameter(self, obj):

@@ -1,4 +1,5 @@
-"""tscript_runtime: the standalone runtime for tscript models (numpy + llvmlite only).
+"""tscript_runtime: the standalone runtime for tscript models (numpy + llvmlite only, and ml_dtypes for
+the bfloat16 dtype).
 
 It holds THE op library (`tscript_runtime.ops`) that eager tensors in `tscript` also run on, and
 `load(path) -> Model`, which checks and runs a saved model (`.tsm`) written by `tscript.jit.save`.

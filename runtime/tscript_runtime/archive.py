@@ -97,7 +97,8 @@ class Archive:
 def array_bytes(array: np.ndarray) -> bytes:
     """`array` in `.npy` format (C order, never pickled)."""
     buf = io.BytesIO()
-    np.save(buf, np.asarray(array, order="C"), allow_pickle=False)
+    array = np.asarray(array, order="C")
+    np.save(buf, array.view(_VOID2) if array.dtype == dt.bfloat16 else array, allow_pickle=False)
     return buf.getvalue()
 
 
@@ -404,9 +405,12 @@ def _check_no_extra(zf: zipfile.ZipFile, name: str, listing: dict) -> None:
 
 
 NPY_MAGIC = b"\x93NUMPY"
+# bfloat16 (ml_dtypes) has no .npy type code: it is stored as 2-byte voids ("|V2", which numpy reads
+# without unpickling) and read back as bfloat16, the only dtype tscript stores so.
+_VOID2 = np.dtype("V2")
 _NPY_HEAD = 1 << 16  # bytes: magic + header of any .npy array tscript writes (refused beyond)
 # The header numpy writes, e.g. {'descr': '<f4', 'fortran_order': False, 'shape': (64, 3, 7, 7), }
-_NPY_HEADER = re.compile(rb"\{'descr': '([<>|=][a-z]\d{1,2})', 'fortran_order': (True|False), "
+_NPY_HEADER = re.compile(rb"\{'descr': '([<>|=][a-zV]\d{1,2})', 'fortran_order': (True|False), "
                          rb"'shape': \(((?:\d{1,19}, ?)*(?:\d{1,19})?)\), \} *\n")
 
 
@@ -445,6 +449,8 @@ def read_array(data, where: str) -> np.ndarray:
         raise ModelError(f"{where}: not a valid .npy array ({reason})") from None
     if dtype.hasobject:
         raise ModelError(f"{where}: refusing to load pickled data (an array of Python objects)")
+    if dtype == _VOID2:
+        dtype = dt.bfloat16
     native = dtype.newbyteorder("=")
     if native not in dt.ALL:
         raise ModelError(f"{where}: unsupported array dtype {dtype}")

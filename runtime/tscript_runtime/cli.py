@@ -4,6 +4,8 @@
     tsrt run model.tsm --input x.npy [...] [--output out.npz] [--grad]
     tsrt ir model.tsm [--entry forward]
     tsrt bench model.tsm [--runs N] [--input x.npy ...]  latency over repeated runs
+                         [--profile]                     ... and the time of every node, sorted
+    tsrt report model.tsm -o report.html                 one HTML file: graph, kernels, profile, memory
     tsrt serve model.tsm [--port N] [--host H]           an HTTP inference server (serve.py)
 
 Every error is one line on stderr and exit code 2, never a traceback.
@@ -34,7 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench = commands.add_parser("bench", help="measure the latency of repeated runs")
     serve = commands.add_parser("serve", help="serve the model over HTTP: POST /run (JSON, .npy or .npz), "
                                 "GET /info, GET /health")
-    for sub in (info, run, ir, bench, serve):
+    report = commands.add_parser("report", help="write one self-contained HTML report: IR beside the source, "
+                                 "the graph, every kernel's code, a profile, memory")
+    for sub in (info, run, ir, bench, serve, report):
         sub.add_argument("model", help="the saved model (.tsm)")
     for sub in (run, ir, bench, serve):
         sub.add_argument("--entry", default="forward", help="entry point (default: forward)")
@@ -46,6 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also compute and print gradients (of forward, in models saved with a backward entry point)")
     bench.add_argument("--runs", type=int, default=100, help="number of timed runs (default: 100)")
     bench.add_argument("--warmup", type=int, default=3, help="untimed runs first (default: 3)")
+    bench.add_argument("--profile", action="store_true", help="also time every node of the graph (through the "
+                       "executor) and print them sorted, with GFLOP/s of GEMMs and convolutions")
+    report.add_argument("-o", "--output", required=True, metavar="FILE.html", help="where to write the report")
+    report.add_argument("--runs", type=int, default=10, help="profiled runs per entry point (default: 10; 0: none)")
+    report.add_argument("--layout", default="auto", choices=["auto", "dot", "layered", "list"],
+                        help="how to draw the graph (default: auto, Graphviz dot for small graphs when installed)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this "
                        "machine only; 0.0.0.0 for every interface)")
     serve.add_argument("--port", type=int, default=8000, help="port (default: 8000; 0 picks a free one)")
@@ -121,6 +131,26 @@ def cmd_bench(args) -> None:
     print(f"{args.model} {args.entry}: {args.runs} runs, median {_ms(np.median(times))}, "
           f"p90 {_ms(np.percentile(times, 90))}, min {_ms(times.min())}, mean {_ms(times.mean())}")
     print(f"native code: {model.executables[args.entry].describe()}")
+    if args.profile:
+        print(model.profile(*inputs, runs=args.runs, entry=args.entry).table())
+
+
+def cmd_report(args) -> None:
+    from .progress import Progress
+    from .report import write_report
+    from .report.collect import model_report
+    if args.runs < 0:
+        raise ValueError("--runs must be at least 0")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
+        raise ValueError(f"cannot write {args.output}: no such directory")
+    with Progress("tsrt report") as progress:
+        progress.step("loading and emitting native code")
+        model = load(args.model)
+        progress.step("profiling and reading the kernels' code")
+        report = model_report(model, args.model, args.runs, args.layout)
+        progress.step("laying out the graph and writing the page")
+        size = write_report(report, args.output)
+    print(f"wrote {args.output} ({_size(size)})")
 
 
 def cmd_serve(args) -> None:
@@ -139,7 +169,8 @@ def cmd_serve(args) -> None:
         server.server_close()
 
 
-COMMANDS = {"info": cmd_info, "run": cmd_run, "ir": cmd_ir, "bench": cmd_bench, "serve": cmd_serve}
+COMMANDS = {"info": cmd_info, "run": cmd_run, "ir": cmd_ir, "bench": cmd_bench, "serve": cmd_serve,
+            "report": cmd_report}
 
 
 # -- helpers ----------------------------------------------------------------------------------------

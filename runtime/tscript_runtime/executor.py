@@ -14,7 +14,8 @@ in advance.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+from dataclasses import dataclass, replace
 from operator import itemgetter
 from typing import Callable, NamedTuple
 
@@ -26,7 +27,7 @@ from .ops import OPS
 from .ops.registry import TensorMeta
 from .prims import COMPILE_TIME, PRIMS, SPREAD
 
-_ONE, _ARRAY, _SPREAD, _NONE, _IF, _LOOP = range(6)  # Step.mode
+_ONE, _ARRAY, _SPREAD, _NONE, _IF, _LOOP, _HOOKED = range(7)  # Step.mode
 _ndarray = np.ndarray
 _asarray = np.asarray
 _CLEAN = ((IndexError, OpIndexError), (TypeError, OpTypeError), (ValueError, OpValueError))
@@ -52,9 +53,11 @@ class Step:
     """One compiled node."""
 
     mode: int
-    """How the result reaches `out`: _ONE, _ARRAY (made an ndarray), _SPREAD, _NONE, _IF or _LOOP."""
-    fn: Callable | list[CompiledBlock] | CompiledBlock
-    """What runs: the op's runner; for _IF the [then, else] blocks, for _LOOP the body block."""
+    """How the result reaches `out`: _ONE, _ARRAY (made an ndarray), _SPREAD, _NONE, _IF, _LOOP or
+    _HOOKED (a profiling hook around another step: `Program.with_hooks`)."""
+    fn: Callable | list[CompiledBlock] | CompiledBlock | tuple
+    """What runs: the op's runner; for _IF the [then, else] blocks, for _LOOP the body block, for
+    _HOOKED (hook, [the step])."""
     args: Callable
     """env -> the node's input values (a C-level getter)."""
     out: int | list[int] | None
@@ -119,6 +122,16 @@ class Program:
         _run_steps(self.steps, env)
         return [env[s] for s in outputs]
 
+    def with_hooks(self, make_hook: Callable) -> "Program":
+        """A copy of this program whose every step (those in If/Loop blocks too) runs through
+        `make_hook(step, names, depth)`: a callable `(steps, env)` that must call `run_steps(steps, env)`;
+        `names` are the step's output value names, `depth` its number of enclosing blocks. Hooks are
+        made in graph order. For profiling: the plain program pays nothing."""
+        names = {slot: name for name, slot in self.slots.items()}
+        program = copy.copy(self)
+        program.steps = _hooked(self.steps, make_hook, names, 0)
+        return program
+
     # -- compiling --------------------------------------------------------------------------------------
     def _slot(self, name: str) -> int:
         if name not in self.slots:
@@ -170,6 +183,20 @@ class Program:
         if kind in OPS:
             return self.domain.op_runner(OPS[kind])
         raise ModelError(f"graph uses unknown op '{kind}'")
+
+
+def _hooked(steps: list, make_hook: Callable, names: dict, depth: int) -> list:
+    """Each of `steps` wrapped in a _HOOKED step (nested blocks' steps wrapped as well)."""
+    wrapped = []
+    for step in steps:
+        out = step.out if isinstance(step.out, list) else [step.out] if step.out is not None else []
+        hook = make_hook(step, [names[s] for s in out], depth)
+        inner = step
+        if step.mode in (_IF, _LOOP):
+            blocks = [b._replace(steps=_hooked(b.steps, make_hook, names, depth + 1)) for b in _nested(step)]
+            inner = replace(step, fn=blocks if step.mode == _IF else blocks[0])
+        wrapped.append(Step(_HOOKED, (hook, [inner]), step.args, None, step.where, step.ins))
+    return wrapped
 
 
 def _getter(ins: list):
@@ -260,8 +287,10 @@ def _run_steps(steps: list[Step], env: list) -> None:
                 fn(*args(env))
             elif mode == _IF:
                 _run_if(fn, args(env), out, env)
-            else:
+            elif mode == _LOOP:
                 _run_loop(fn, args(env), out, env)
+            else:
+                fn[0](fn[1], env)
         except Exception as e:
             if isinstance(e, OpError):
                 _name_node(e, step.where)
@@ -270,6 +299,9 @@ def _run_steps(steps: list[Step], env: list) -> None:
         if step.frees:
             for s in step.frees:
                 env[s] = None
+
+
+run_steps = _run_steps  # what a profiling hook (Program.with_hooks) calls to run its step
 
 
 def _spread(values, outs: list, env: list) -> None:

@@ -18,7 +18,10 @@ from .ops.registry import TensorMeta
 from .typed_graph import Graph, Node
 from .types import ScalarType, TensorType
 
-DTYPES = (dt.float32, dt.float64, dt.int64, dt.int32, dt.bool_)  # what kernels load, compute and store
+# What kernels load, compute and store. Not (yet) float16/bfloat16 (they would load and store the narrow
+# type and compute in float32, rounding each op's result), 8/16-bit integers or complex: a plan with
+# such a kernel is refused, and the compiler puts none in one (ir/passes/fuse.py).
+DTYPES = (dt.float32, dt.float64, dt.int64, dt.int32, dt.bool_)
 SCALARS = ("int", "float", "bool")
 MAX_NODES = 10_000  # nodes of one kernel's subgraph
 CONSTANTS = (bool, int, float, str, list, tuple, np.dtype)  # what a kernel's constants may be (values: scalars)

@@ -18,8 +18,8 @@ __all__ = ["ANY", "BOOL", "DEVICE", "DTYPE", "DTYPE_BY_NAME", "DTYPE_NAMES", "FL
            "TensorType", "TupleType", "Type", "is_tensor", "parse_type", "tensor_type", "type_of_value"]
 MAX_TYPE_TEXT = 1 << 16  # characters: a longer type string is not one the compiler writes
 
-# TorchScript's scalar-type names in tensor types.
-DTYPE_NAMES = {_dt.float32: "Float", _dt.float64: "Double", _dt.int32: "Int", _dt.int64: "Long", _dt.bool_: "Bool"}
+# TorchScript's scalar-type names in tensor types (Float, Double, Half, BFloat16, Long, Byte, ComplexFloat, ...).
+DTYPE_NAMES = dict(_dt.TORCH_NAMES)
 DTYPE_BY_NAME = {v: k for k, v in DTYPE_NAMES.items()}
 
 

@@ -1,6 +1,7 @@
 """The packed GEMM of the kernel library (tscript_runtime/native/library/packed_gemm.py:
 `tscript_sgemm_f32`, CBLAS's row-major sgemm with alpha 1) against numpy: every remainder of its
-6 x 64 register tiles and of its K, N and M blocks, all four transpose combinations, leading
+6 x 64 register tiles (16- and 8-float last vectors) and of its K, N and M blocks, a row-major B read
+in place and packed, all four transpose combinations, leading
 dimensions larger than the rows, beta 0 (C only written), 1 and others, an empty K, NaN and inf
 propagating as in BLAS, products big enough to run in two halves at once, and nothing written
 outside C's rows and columns nor outside `pack_bytes` of scratch."""
@@ -88,10 +89,12 @@ def test_matches_numpy(sgemm, m, n, k, ta, tb, pad, beta, seed):
 
 
 @pytest.mark.parametrize("ta,tb", [(False, False), (False, True), (True, False), (True, True)])
-@pytest.mark.parametrize("m,n,k", [(70, 1100, 600), (1100, 70, 300), (13, 700, 520), (300, 301, 257)])
+@pytest.mark.parametrize("m,n,k", [(70, 1100, 600), (1100, 70, 300), (13, 700, 520), (300, 301, 257),
+                                   (512, 49, 600), (129, 200, 64)])
 def test_blocks_of_k_and_columns_and_both_halves(sgemm, m, n, k, ta, tb):
-    """More than one KC block of K and NC block of columns, and products cut in two by columns
-    (wide) and by rows (tall)."""
+    """More than one KC block of K and NC block of columns, products cut in two by columns (wide) and
+    by rows (tall), a last panel of 3 vectors and 1 column (7 x 7 pixels), and a row-major B read in
+    place (up to `in_place_rows` rows) or packed."""
     _case(sgemm, m, n, k, ta, tb, pad=1, beta=1.0, seed=m + n + k)
 
 

@@ -12,7 +12,7 @@ def test_tensor_infers_dtype_like_pytorch():
     assert ts.tensor([True, False]).dtype == ts.bool
     assert ts.tensor(3).dtype == ts.int64 and ts.tensor(3).shape == ()
     assert ts.tensor(np.array([1.0])).dtype == ts.float64      # numpy arrays keep their dtype
-    assert ts.tensor(np.array([1], np.int16)).dtype == ts.int64
+    assert ts.tensor(np.array([1], np.int16)).dtype == ts.int16     # int16, uint8, float16 ... too
     assert ts.tensor([[1, 2], [3, 4]], dtype=ts.float64).tolist() == [[1.0, 2.0], [3.0, 4.0]]
     assert ts.tensor([]).shape == (0,) and ts.tensor([]).dtype == ts.float32
 

@@ -11,21 +11,10 @@ from hypothesis import strategies as st
 import tscript as ts
 from fuzz import make_seeds
 from fuzz.checkpoint_mutations import MARKER, Checkpoint, mutate_checkpoint
-from fuzz.mutations import Choices
+from tests.fuzz_choices import DrawChoices
 from tscript_runtime import ModelError
 
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-
-class DrawChoices(Choices):
-    def __init__(self, data):
-        self.data = data
-
-    def index(self, n: int) -> int:
-        return self.data.draw(st.integers(0, n - 1)) if n > 1 else 0
-
-    def blob(self, limit: int) -> bytes:
-        return self.data.draw(st.binary(max_size=limit))
 
 
 @pytest.fixture(scope="module")

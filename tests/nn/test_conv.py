@@ -11,25 +11,13 @@ from hypothesis import given, settings, strategies as st
 import tscript as ts
 import tscript.nn.functional as F
 from tests.conftest import assert_close
+from tests.nn.torch_modules import ours_and_theirs
+from tests.seeded import Seeded, f32
 from tscript import nn
 from tscript_runtime.ops import OPS, TensorMeta
 
-RNG = np.random.default_rng(0)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_rng():
-    """Every test sees the same data however many examples earlier (hypothesis) tests drew."""
-    global RNG
-    RNG = np.random.default_rng(0)
-
-
-def f32(values):
-    return np.array(values, np.float32)
-
-
-def randn(*shape, dtype=np.float32):
-    return RNG.standard_normal(shape).astype(dtype)
+_DATA = Seeded(0)
+randn, _fresh_rng = _DATA.randn, _DATA.fixture()
 
 
 def reference_conv2d(x, w, b=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
@@ -347,11 +335,7 @@ def _input_for(name):
 @pytest.mark.filterwarnings("ignore:Using padding='same'")
 @pytest.mark.parametrize("name,args,kwargs", MODULE_CASES)
 def test_modules_load_torch_state_and_match(oracle, name, args, kwargs):
-    theirs = getattr(oracle.nn, name)(*args, **kwargs)
-    ours = getattr(nn, name)(*args, **kwargs)
-    assert repr(ours) == repr(theirs)
-    assert [k for k, _ in ours.named_parameters()] == [k for k, _ in theirs.named_parameters()]
-    ours.load_state_dict({k: ts.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
+    ours, theirs = ours_and_theirs(oracle, name, args, kwargs)
     x = _input_for(name)
     xs, xt = ts.tensor(x, requires_grad=True), oracle.tensor(x, requires_grad=True)
     y, y_ref = ours(xs), theirs(xt)

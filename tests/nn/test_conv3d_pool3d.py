@@ -13,24 +13,14 @@ import tscript as ts
 import tscript.nn.functional as F
 import tscript_runtime as rt
 from tests.conftest import assert_close
+from tests.nn.compiled_grads import eager_and_compiled_grads
+from tests.nn.torch_modules import ours_and_theirs
+from tests.seeded import Seeded, f32
 from tscript import nn
 from tscript.autograd import gradcheck, gradgradcheck
 
-RNG = np.random.default_rng(3)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_rng():
-    global RNG
-    RNG = np.random.default_rng(3)
-
-
-def f32(values):
-    return np.array(values, np.float32)
-
-
-def randn(*shape, dtype=np.float32):
-    return RNG.standard_normal(shape).astype(dtype)
+_DATA = Seeded(3)
+randn, _fresh_rng = _DATA.randn, _DATA.fixture()
 
 
 def reference_conv3d(x, w, b, stride, padding, dilation, groups):
@@ -280,13 +270,7 @@ def test_trace_save_and_run_in_the_runtime(tmp_path):
 def test_compiled_backward_matches_eager():
     ts.manual_seed(0)
     model, x = _VideoNet(), ts.randn(2, 2, 6, 8, 5)
-    grads = []
-    for run in (model, ts.jit.compile(model, (x,), backward=True)):
-        model.zero_grad()
-        xs = x.clone().requires_grad_()
-        (run(xs) ** 2).sum().backward()
-        grads.append([xs.grad] + [p.grad.clone() for p in model.parameters()])
-    for eager, compiled in zip(*grads):
+    for eager, compiled in zip(*eager_and_compiled_grads(model, x)):
         assert_close(compiled, eager, rtol=1e-4, atol=1e-5)
 
 
@@ -448,11 +432,7 @@ MODULE_CASES = [
 @pytest.mark.filterwarnings("ignore:Using padding='same'")
 @pytest.mark.parametrize("name,args,kwargs", MODULE_CASES)
 def test_modules_load_torch_state_and_match(oracle, name, args, kwargs):
-    theirs = getattr(oracle.nn, name)(*args, **kwargs)
-    ours = getattr(nn, name)(*args, **kwargs)
-    assert repr(ours) == repr(theirs)
-    assert [k for k, _ in ours.named_parameters()] == [k for k, _ in theirs.named_parameters()]
-    ours.load_state_dict({k: ts.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
+    ours, theirs = ours_and_theirs(oracle, name, args, kwargs)
     shape = {"1d": (2, 4, 11), "2d": (2, 4, 9, 8), "3d": (2, 4, 7, 8, 6)}[name[-2:]]
     x = randn(*shape)
     xs, xt = ts.tensor(x, requires_grad=True), oracle.tensor(x, requires_grad=True)

@@ -11,24 +11,13 @@ import tscript as ts
 import tscript.nn.functional as F
 import tscript_runtime as rt
 from tests.conftest import assert_close
+from tests.nn.compiled_grads import eager_and_compiled_grads
+from tests.seeded import Seeded, f32
 from tscript import nn
 from tscript.autograd import gradcheck, gradgradcheck
 
-RNG = np.random.default_rng(0)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_rng():
-    global RNG
-    RNG = np.random.default_rng(0)
-
-
-def randn(*shape, dtype=np.float32):
-    return RNG.standard_normal(shape).astype(dtype)
-
-
-def f32(values):
-    return np.array(values, np.float32)
+_DATA = Seeded(0)
+randn, _fresh_rng = _DATA.randn, _DATA.fixture()
 
 
 # -- the definition, one output position at a time ---------------------------------------------------
@@ -267,13 +256,7 @@ def test_trace_save_and_run_in_the_runtime(tmp_path):
 def test_compiled_backward_matches_eager():
     ts.manual_seed(0)
     model, x = _Decoder(), ts.randn(2, 2, 4, 3)
-    grads = []
-    for run in (model, ts.jit.compile(model, (x,), backward=True)):
-        model.zero_grad()
-        xs = x.clone().requires_grad_()
-        (run(xs) ** 2).sum().backward()
-        grads.append([xs.grad] + [p.grad.clone() for p in model.parameters()])
-    for eager, compiled in zip(*grads):
+    for eager, compiled in zip(*eager_and_compiled_grads(model, x)):
         assert_close(compiled, eager, rtol=1e-5, atol=1e-5)
 
 

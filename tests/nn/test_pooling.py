@@ -8,24 +8,11 @@ from hypothesis import given, settings, strategies as st
 import tscript as ts
 import tscript.nn.functional as F
 from tests.conftest import assert_close
+from tests.seeded import Seeded, f32
 from tscript import nn
 
-RNG = np.random.default_rng(1)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_rng():
-    """Every test sees the same data however many examples earlier (hypothesis) tests drew."""
-    global RNG
-    RNG = np.random.default_rng(1)
-
-
-def f32(values):
-    return np.array(values, np.float32)
-
-
-def randn(*shape, dtype=np.float32):
-    return RNG.standard_normal(shape).astype(dtype)
+_DATA = Seeded(1)
+randn, _fresh_rng = _DATA.randn, _DATA.fixture()
 
 
 # -- by hand ----------------------------------------------------------------------------------------

@@ -69,17 +69,30 @@ def test_a_model_failing_the_checker_is_refused():
 
 
 def test_dtypes_tscript_lacks_are_named():
-    x16 = f32(2, 2).astype(np.float16)
     m = helper.make_model(helper.make_graph(
-        [node("Relu", ["x"])], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [2, 2])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [2, 2])]),
+        [node("Relu", ["x"])], "g", [helper.make_tensor_value_info("x", TensorProto.UINT16, [2, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT16, [2, 2])]),
         opset_imports=[helper.make_opsetid("", 17)])
-    with pytest.raises(ModelError, match="input 'x' has data type float16"):
+    with pytest.raises(ModelError, match="input 'x' has data type uint16"):
         ts.onnx.load(_bytes(m))
-    m = model([node("Cast", ["x"], to=TensorProto.FLOAT16)], {"x": f32(2, 2)}, out_types={"y": np.float16})
-    with pytest.raises(ModelError, match="data type float16 is not supported"):
+    m = helper.make_model(helper.make_graph(
+        [node("Cast", ["x"], to=TensorProto.UINT16)], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT16, [2])]), opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(ModelError, match="data type uint16 is not supported"):
         ts.onnx.load(_bytes(m))
-    assert x16.dtype == np.float16
+
+
+def test_float16_and_small_integer_models_import():
+    x16 = f32(2, 3).astype(np.float16)
+    m = model([node("Relu", ["x"], ["a"]), node("Mul", ["a", "w"])], {"x": x16},
+              initializers={"w": np.full((3,), 1.5, np.float16)}, out_types={"y": np.float16})
+    out = ts.onnx.load(_bytes(m))(ts.tensor(x16))
+    assert out.dtype == ts.float16
+    np.testing.assert_array_equal(out.numpy(), (np.maximum(x16, 0) * np.float16(1.5)).astype(np.float16))
+    m = helper.make_model(helper.make_graph(
+        [node("Cast", ["x"], to=TensorProto.UINT8)], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, [3])]), opset_imports=[helper.make_opsetid("", 17)])
+    assert ts.onnx.load(_bytes(m))(ts.tensor([1.0, 7.9, 200.0])).tolist() == [1, 7, 200]
 
 
 def test_nodes_the_rows_cannot_follow_are_named():

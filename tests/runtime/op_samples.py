@@ -216,5 +216,13 @@ def _upsample_samples(name: str, nd: int, kind: str) -> dict:
 for _name, (_nd, _kind) in UPSAMPLE_OPS.items():
     SAMPLES.update(_upsample_samples(_name, _nd, _kind))
 
+C = (F + 1j * F[::-1]).astype(np.complex64)  # complex ops (ops/complex.py)
+SAMPLES.update({
+    "aten::view_as_real": [(C,), (C.T,), (C.astype(np.complex128)[0],)],
+    "aten::view_as_complex": [(F3[..., :2],), (D[:, :2],)],
+    "aten::real": [(C,), (F,)], "aten::imag": [(C,)], "aten::conj": [(C,), (I,)],
+    "aten::polar": [(F, F[::-1]), (D[0], D[1])], "aten::complex": [(F, ROW), (D, D)],
+})
+
 # Ops that return Python values or write into their first argument: no TensorMeta to compare.
 NOT_TENSOR_VALUED = {"aten::size"}

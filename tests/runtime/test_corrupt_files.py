@@ -120,7 +120,7 @@ def _drop_forward(m):
 
 
 def _bad_signature_dtype(m):
-    m["entry_points"]["forward"]["inputs"][0]["dtype"] = "float16"
+    m["entry_points"]["forward"]["inputs"][0]["dtype"] = "uint16"
 
 
 def _bad_signature_shape(m):
@@ -152,7 +152,7 @@ def _clashing_names(m):
     (lambda m: m.update(params=[]), "the manifest: field 'params' is missing or not a dict"),
     (_drop_forward, "the manifest has no 'forward' entry point"),
     (lambda m: m["entry_points"]["forward"].pop("graph"), "entry point 'forward': field 'graph' is missing"),
-    (_bad_signature_dtype, "unknown dtype 'float16' in the signature"),
+    (_bad_signature_dtype, "unknown dtype 'uint16' in the signature"),
     (_bad_signature_shape, r"malformed shape \['batch', -4\] in the signature"),
     (_signature_without_input, "the graph takes 2 inputs and returns 1 values, but the signature describes 1 and 1 "
                                 "\\(counting the module input\\)"),
@@ -434,8 +434,8 @@ def test_params_with_another_dtype(path):
 
 
 def test_params_of_a_dtype_tscript_lacks(path):
-    rewrite(path, members={"params/0.bias.npy": npy(np.zeros(8, np.float16))})
-    refused(path, "member 'params/0.bias.npy'.*unsupported array dtype float16")
+    rewrite(path, members={"params/0.bias.npy": npy(np.zeros(8, np.uint16))})
+    refused(path, "member 'params/0.bias.npy'.*unsupported array dtype uint16")
 
 
 def test_pickled_object_array(path):

@@ -17,22 +17,10 @@ from tscript_runtime.errors import InputError, ModelError, OpError
 from tscript_runtime.model import FORMAT, READABLE_VERSIONS
 
 from fuzz import make_seeds
-from fuzz.mutations import TSD_POOL, TSM_POOL, Choices, Contents, mutate
+from fuzz.mutations import TSD_POOL, TSM_POOL, Contents, mutate
+from tests.fuzz_choices import DrawChoices
 
 FUZZ = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-
-class DrawChoices(Choices):
-    """Mutation choices drawn from hypothesis (so a failure shrinks to the fewest, simplest ones)."""
-
-    def __init__(self, data):
-        self.data = data
-
-    def index(self, n: int) -> int:
-        return self.data.draw(st.integers(0, n - 1)) if n > 1 else 0
-
-    def blob(self, limit: int) -> bytes:
-        return self.data.draw(st.binary(max_size=limit))
 
 
 @pytest.fixture(scope="module")

@@ -378,8 +378,9 @@ def two_heads(tmp_path):
     ((data(3, 4), data(3, 2), data(3, 2)), r"expects 2 inputs \(x, y\), got 3"),
     ((data(3, 4, dtype=np.float64), data(3, 2)), r"input 'x' \(position 0\): expected dtype float32, got float64"),
     ((data(3, 4), np.zeros((3, 2), np.int64)), r"input 'y' \(position 1\): expected dtype float32, got int64"),
-    ((data(3, 4), data(3, 2).astype(np.float16)), r"input 'y' \(position 1\): expected dtype float32, got "
-                                                   r"float16 \(not a tscript dtype\)"),
+    ((data(3, 4), data(3, 2).astype(np.uint16)), r"input 'y' \(position 1\): expected dtype float32, got "
+                                                  r"uint16 \(not a tscript dtype\)"),
+    ((data(3, 4), data(3, 2).astype(np.float16)), r"input 'y' \(position 1\): expected dtype float32, got float16"),
     ((data(4), data(3, 2)), r"input 'x' \(position 0\): expected a 2-d array of shape \[batch, 4\], got "
                             r"shape \[4\] \(1-d\)"),
     ((data(3, 5), data(3, 2)), r"input 'x' \(position 0\): expected shape \[batch, 4\], got \[3, 5\] "

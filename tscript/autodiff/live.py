@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tscript_runtime.dtypes import is_inexact
 from tscript_runtime.ops import OPS
 
 from ..autograd.record import plan
@@ -105,7 +106,7 @@ def carries_grad(v: Value, env: dict) -> bool:
     t = v.type
     if isinstance(t, TensorType):
         if t.dtype is not None:
-            return t.dtype.kind == "f"
+            return is_inexact(t.dtype)
         x = env.get(v)
-        return not isinstance(x, np.ndarray) or x.dtype.kind == "f"
+        return not isinstance(x, np.ndarray) or is_inexact(x.dtype)
     return isinstance(t, (ListType, TupleType))

@@ -8,6 +8,8 @@ import warnings
 
 import numpy as np
 
+from tscript_runtime.dtypes import is_inexact
+
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # tscript/
 
 
@@ -37,7 +39,7 @@ def check(node, grads) -> None:
     if not (state.enabled and state.check_nan):
         return
     for i, g in enumerate(grads):
-        if g is not None and g._data.dtype.kind == "f" and np.isnan(g._data).any():
+        if g is not None and is_inexact(g._data.dtype) and np.isnan(g._data).any():
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output."
                                f"{_forward_trace(node)}")
 

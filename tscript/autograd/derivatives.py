@@ -125,10 +125,18 @@ def _rsub(grad, alpha):
     return -grad if alpha == 1 else grad * -alpha, grad
 
 
+def _conj(x):
+    """The complex conjugate of a complex tensor or number (complex gradients multiply by conjugates);
+    anything real as it is, so real formulas record no extra op."""
+    if _is_tensor(x):
+        return x.conj() if x.is_complex() else x
+    return x.conjugate() if isinstance(x, complex) else x
+
+
 @derivative("aten::mul", save_if={"self": ("other",), "other": ("self",)})
 def _mul(grad, self, other, needs_input_grad):
     g_self, g_other = needs_input_grad
-    return grad * other if g_self else None, grad * self if g_other else None
+    return grad * _conj(other) if g_self else None, grad * _conj(self) if g_other else None
 
 
 @derivative("aten::div", save_if={"self": ("other",)})
@@ -136,7 +144,7 @@ def _div(grad, self, other, rounding_mode, needs_input_grad):
     if rounding_mode is not None:
         return None, None
     g_self, g_other = needs_input_grad
-    return grad / other if g_self else None, -grad * self / (other * other) if g_other else None
+    return grad / _conj(other) if g_self else None, -grad * _conj(self) / _conj(other * other) if g_other else None
 
 
 @derivative("aten::floor_divide")
@@ -360,7 +368,7 @@ NOT_DIFFERENTIABLE |= {f"aten::{n}" for n in ("argmax", "argmin", "all", "any", 
                                               "unique", "nonzero", "nonzero_numpy")}
 # Tensors read as Python values by scripted code (tscript_runtime/ops/scalar.py).
 NOT_DIFFERENTIABLE |= {f"aten::{n}" for n in ("Int.Tensor", "Float.Tensor", "Bool.Tensor", "item", "numel", "size.all",
-                                              "is_floating_point")}
+                                              "is_floating_point", "is_complex")}
 
 
 def _dims(dim, ndim: int) -> tuple:
@@ -662,3 +670,4 @@ from . import derivatives_conv, derivatives_nn  # noqa: E402,F401  (rows of furt
 from . import derivatives_extra  # noqa: E402,F401
 from . import derivatives_padding, derivatives_windows  # noqa: E402,F401
 from . import derivatives_conv_nd, derivatives_sampling  # noqa: E402,F401
+from . import derivatives_complex  # noqa: E402,F401

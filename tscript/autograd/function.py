@@ -5,6 +5,8 @@ import functools
 import weakref
 from dataclasses import dataclass
 
+from tscript_runtime.dtypes import is_inexact
+
 from .. import _tracing
 from . import anomaly
 from .grad_mode import no_grad, state as grad_state
@@ -137,7 +139,7 @@ def apply_function(fn_cls, args: tuple, kwargs: dict) -> tuple:
     node = FunctionBackward(fn_cls, ctx, args, metas)
     anomaly.remember(node)
     for nr, o in enumerate(outputs):
-        if metas[nr] is not None and id(o) not in ctx.non_differentiable and o._data.dtype.kind == "f":
+        if metas[nr] is not None and id(o) not in ctx.non_differentiable and is_inexact(o._data.dtype):
             o._requires_grad, o.grad_fn, o._output_nr = True, node, nr
     _own_saved_outputs(ctx, node)
     return (outputs if isinstance(out, tuple) else outputs[0]), ctx

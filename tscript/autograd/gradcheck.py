@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tscript_runtime.dtypes import is_float
+
 
 class GradcheckError(RuntimeError):
     """Raised by gradcheck/gradgradcheck when the Jacobians disagree."""
@@ -14,7 +16,7 @@ def _as_tuple(x) -> tuple:
 
 
 def _float_outputs(fn, inputs) -> list:
-    return [o for o in _as_tuple(fn(*inputs)) if hasattr(o, "_data") and o._data.dtype.kind == "f"]
+    return [o for o in _as_tuple(fn(*inputs)) if hasattr(o, "_data") and is_float(o._data.dtype)]
 
 
 def _numerical(fn, inputs, wrt, eps: float) -> list[np.ndarray]:

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tscript_runtime.dtypes import is_complex, is_inexact
+
 from . import anomaly, views
 from .derivatives import DERIVATIVES, NODE_NAMES, NOT_DIFFERENTIABLE
 from .graph import FREED_MESSAGE, Node, SavedOutput, SavedTensor, edge
@@ -150,6 +152,8 @@ def _fit(grad, meta):
     if grad._data.shape != shape:
         grad = sum_to(grad, shape)
     if grad._data.dtype != dtype:
+        if is_complex(grad._data.dtype) and not is_complex(dtype):
+            grad = grad.real  # a real input's gradient from a complex result is the real part (PyTorch's)
         grad = grad.to(dtype)
     return grad
 
@@ -223,6 +227,8 @@ def run_recorded(op, args, arrays, run, wrap):
             _check_inplace(target)
     saved, holds = _save(p, args, metas, op.mutates)
     result = wrap(run(arrays))
+    if op.mutates is None and op.out_alias is not None and result is args[op.out_alias]:
+        return result  # `x.to(x.dtype)`, `x.real` of a real x: x itself, as in PyTorch (no node)
     multi_output = isinstance(result, (tuple, list))
     outputs = result if multi_output else (result,)
     node = OpNode(p, saved, edges, metas, [(o._data.shape, o._data.dtype) for o in outputs], multi_output)
@@ -242,7 +248,7 @@ def run_recorded(op, args, arrays, run, wrap):
 
 def _connect(outputs, node) -> None:
     for nr, o in enumerate(outputs):
-        if o._data.dtype.kind == "f":
+        if is_inexact(o._data.dtype):
             o._requires_grad, o.grad_fn, o._output_nr = True, node, nr
             if o._base is not None:
                 o._view_version = o._vc[0]

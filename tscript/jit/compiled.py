@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tscript_runtime.dtypes import is_inexact
 from tscript_runtime.errors import InputError
 
 from .._tensor import Tensor
@@ -210,7 +211,7 @@ def _leaves(x) -> list:
 
 def _attach(outputs: list, node) -> None:
     for nr, o in enumerate(outputs):
-        if o._data.dtype.kind == "f":
+        if is_inexact(o._data.dtype):
             o._requires_grad, o.grad_fn, o._output_nr = True, node, nr
 
 

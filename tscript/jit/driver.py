@@ -12,6 +12,8 @@ The last two stages happen in CompiledModel (compiled.py), which saving reuses (
 """
 from __future__ import annotations
 
+from tscript_runtime.dtypes import is_float
+
 from .._tensor import Tensor
 from ..frontend.modules import ScriptFunction, ScriptModule, _attr_tree, to_arrays
 from ..ir.graph import Graph
@@ -99,7 +101,7 @@ def _forget_shapes(graph: Graph) -> None:
 
 
 def _is_float(v) -> bool:
-    return isinstance(v.type, TensorType) and v.type.dtype is not None and v.type.dtype.kind == "f"
+    return isinstance(v.type, TensorType) and v.type.dtype is not None and is_float(v.type.dtype)
 
 
 def lift_parameters(graph: Graph, module) -> list[tuple[str, object, object]]:

@@ -161,7 +161,7 @@ def _training_section(compiled: CompiledTrainingModel, graph: Graph) -> dict:
     n_outputs = len(graph.outputs) - n_saved
     args = graph.inputs[1:] if compiled.module is not None else graph.inputs
     inputs = [v.name for v in args if isinstance(v.type, TensorType) and v.type.dtype is not None
-              and v.type.dtype.kind == "f"]
+              and dt.is_float(v.type.dtype)]
     return {"outputs": n_outputs, "saved": n_saved, "backward": "backward",
             "gradients": [name for name, _, _ in compiled.lifted] + inputs}
 

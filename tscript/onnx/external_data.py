@@ -12,7 +12,7 @@ import numpy as np
 from tscript_runtime.errors import ModelError
 
 # Bytes per element of the data types tscript reads (import_rows.DTYPES).
-_ITEM_BYTES = {1: 4, 6: 4, 7: 8, 9: 1, 11: 8}
+_ITEM_BYTES = {1: 4, 2: 1, 3: 1, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 14: 8, 15: 16, 16: 2}
 
 
 def load_external_data(onnx, model, base_dir: str | None) -> None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tscript_runtime import dtypes as dt
 from tscript_runtime.errors import ModelError
 from tscript_runtime.graph_json import TensorRef
 from tscript_runtime.ops import OPS, TensorMeta
@@ -30,7 +31,7 @@ from ..ir.types import BOOL, FLOAT, INT, TENSOR, ListType, ScalarType, TensorTyp
 
 FOLD_LIMIT = 1 << 16  # elements: larger results stay ops (the pass pipeline folds what it wants)
 MAX_CONSTANT_ELEMENTS = 1 << 24  # elements an op on constants may make beyond its largest input
-SUPPORTED_DTYPES = {np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64, np.bool_)}
+SUPPORTED_DTYPES = set(dt.ALL)
 _NAME = re.compile(r"[^A-Za-z0-9_]")
 _RETURN_TYPES = {"int": INT, "float": FLOAT, "bool": BOOL}
 
@@ -134,7 +135,7 @@ class ImportContext:
 
     def _array_value(self, a: np.ndarray, hint: str = "c") -> Value:
         if a.dtype not in SUPPORTED_DTYPES:
-            raise self.error(f"a tensor of dtype {a.dtype} (tscript has float32, float64, int32, int64, bool)")
+            raise self.error(f"a tensor of dtype {a.dtype} (tscript has {', '.join(dt.BY_NAME)})")
         cached = self._arrays.get(id(a))
         if cached is not None and cached[0] is a:
             return cached[1]

@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 
+from tscript_runtime import dtypes as dt
+
 from ..ir.graph import Value
 from .import_context import Dims, ImportContext, optional_input as _opt, require_inputs as _need
 from .import_lstm import lstm
@@ -21,9 +23,11 @@ ROWS: dict = {}
 INT64 = np.dtype(np.int64)
 INT64_MAX = int(np.iinfo(np.int64).max)
 # ONNX TensorProto data types tscript has (the others are refused by name).
-DTYPES = {1: np.dtype(np.float32), 6: np.dtype(np.int32), 7: INT64, 9: np.dtype(np.bool_), 11: np.dtype(np.float64)}
-DTYPE_NAMES = {2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 8: "string", 10: "float16", 12: "uint32",
-               13: "uint64", 14: "complex64", 15: "complex128", 16: "bfloat16"}
+DTYPES = {1: np.dtype(np.float32), 2: dt.uint8, 3: dt.int8, 5: dt.int16, 6: np.dtype(np.int32), 7: INT64,
+          9: np.dtype(np.bool_), 10: dt.float16, 11: np.dtype(np.float64), 14: dt.complex64, 15: dt.complex128,
+          16: dt.bfloat16}
+DTYPE_NAMES = {4: "uint16", 8: "string", 12: "uint32", 13: "uint64"}
+HAVE = ", ".join(dt.NAMES[d] for d in DTYPES.values())  # for messages
 
 
 def row(*op_types: str):
@@ -38,8 +42,7 @@ def row(*op_types: str):
 def dtype_of(ctx: ImportContext, code: int) -> np.dtype:
     """The numpy dtype of an ONNX data type code (an error naming it when tscript lacks it)."""
     if code not in DTYPES:
-        raise ctx.error(f"data type {DTYPE_NAMES.get(code, code)} is not supported (tscript has float32, "
-                        f"float64, int32, int64, bool)")
+        raise ctx.error(f"data type {DTYPE_NAMES.get(code, code)} is not supported (tscript has {HAVE})")
     return DTYPES[code]
 
 

@@ -31,7 +31,7 @@ from ._require import require_onnx
 from .errors import UnsupportedOnnxOpsError
 from .external_data import load_external_data
 from .import_context import SUPPORTED_DTYPES, Dims, ImportContext, identifier
-from .import_rows import DTYPE_NAMES, DTYPES, ROWS
+from .import_rows import DTYPE_NAMES, DTYPES, HAVE, ROWS
 
 MAX_ONNX_BYTES = 2 << 30   # protobuf's own limit for one message
 MIN_OPSET = 7
@@ -198,7 +198,7 @@ def _attributes(onnx, node) -> dict:
 def _array(onnx, t) -> np.ndarray:
     if t.data_type not in DTYPES:
         raise ModelError(f"ONNX model: tensor '{t.name}' has data type {DTYPE_NAMES.get(t.data_type, t.data_type)}, "
-                         f"which tscript does not support (float32, float64, int32, int64, bool)")
+                         f"which tscript does not support ({HAVE})")
     try:
         return onnx.numpy_helper.to_array(t).astype(DTYPES[t.data_type], copy=False)
     except Exception as e:  # data that does not match its dims, ...
@@ -225,7 +225,7 @@ def _input_type(onnx, info) -> TensorType:
 def _dtype(code: int, what: str) -> np.dtype:
     if code not in DTYPES:
         raise ModelError(f"ONNX model: {what} has data type {DTYPE_NAMES.get(code, code)}, which tscript does not "
-                         f"support (float32, float64, int32, int64, bool)")
+                         f"support ({HAVE})")
     return DTYPES[code]
 
 

@@ -76,3 +76,10 @@ def assembly(ll_text: str) -> str:
     """The host assembly of the optimized IR (to check vectorization)."""
     with LLVM_LOCK:
         return target_machine().emit_assembly(_optimized_module(ll_text))
+
+
+def optimized_ir_and_assembly(ll_text: str) -> tuple[str, str]:
+    """The optimized IR and the host assembly of `ll_text`, optimizing once (for the report)."""
+    with LLVM_LOCK:
+        module = _optimized_module(ll_text)
+        return str(module), target_machine().emit_assembly(module)

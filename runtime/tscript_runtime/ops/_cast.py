@@ -15,12 +15,36 @@ def as_array(x, dtype=None):
 
 
 def cast(x, dtype):
-    """`x` (array or Python scalar) in `dtype`; Python scalars stay weak unless they must change."""
+    """`x` (array or Python scalar) in `dtype`; Python scalars stay weak unless they must change (an
+    int for an integer dtype wraps around into its range, as PyTorch converts: uint8 tensor * 300
+    multiplies by 44)."""
     if x.__class__ is ndarray or isinstance(x, np.generic):
         return x if x.dtype == dtype else x.astype(dtype)
-    if dt.is_float(dtype) or dtype is dt.bool_:
+    if not dt.is_integral(dtype):
         return x
-    return int(x)
+    return wrap_int(int(x), dtype)
+
+
+def wrap_int(x: int, dtype) -> int:
+    """The Python int `x` wrapped into the range of the integer `dtype` (two's complement)."""
+    bits = dtype.itemsize * 8
+    if dtype.kind == "u":
+        return x % (1 << bits)
+    half = 1 << (bits - 1)
+    return x if -half <= x < half else (x + half) % (1 << bits) - half
+
+
+def weak_scalar(array_dtype, x) -> bool:
+    """Does numpy combine an array of `array_dtype` with the Python scalar `x` as PyTorch does
+    (result dtype, and the scalar taken as is)? Not for floats with ints (numpy: float64), complex
+    with non-complex-able arrays, or ints outside a narrow integer dtype's range (numpy: an error)."""
+    cls = x.__class__
+    kind = array_dtype.kind
+    if cls is int:
+        return kind not in "iu" or array_dtype.itemsize == 8 or wrap_int(x, array_dtype) == x
+    if cls is float or cls is complex:
+        return kind in "fc"
+    return cls is bool
 
 
 def common(*xs):

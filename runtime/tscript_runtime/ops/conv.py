@@ -1,11 +1,12 @@
 """Convolution and pooling: `im2col`/`col2im` (F.unfold / F.fold), `conv1d`, `conv2d`,
 `conv_transpose2d`, `max_pool2d` (with indices), `avg_pool2d` (and its adjoint) and
-`adaptive_avg_pool2d`.
+`adaptive_avg_pool2d`, written for any number of spatial dims (conv_nd.py registers the 3-D ops
+and conv_transpose1d with the same functions).
 
-Every kernel is vectorised. The sliding windows of an image are one strided view of the padded
-array (`_windows`), so a convolution is one im2col copy plus one GEMM per group; the adjoints
-(col2im, transposed convolution, average-pooling backward) add the blocks back with a loop over
-the kernel's positions only, never over pixels or the batch. Inputs may be unbatched (no N dim),
+Every kernel is vectorised. The sliding windows of a padded (N, C, *spatial) array are one strided
+view (N, C, *kernel, *out) (`_windows`), so a convolution is one im2col copy plus one GEMM per
+group; the adjoints (col2im, transposed convolution, average-pooling backward) add the blocks back
+with a loop over the kernel's positions only, never over pixels or the batch. Inputs may be unbatched (no N dim),
 as in PyTorch; the rules validate every argument with PyTorch's messages and the kernels call
 them, so eager calls, the executor and the compiler raise the same errors.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import product
+from math import prod
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -45,18 +47,25 @@ def conv_param(op: str, name: str, value, n: int) -> tuple:
     return v
 
 
-_POOL_FORMS = {"kernel_size": "must either be a single int, or a tuple of two ints",
-               "stride": "must either be omitted, a single int, or a tuple of two ints",
-               "padding": "must either be a single int, or a tuple of two ints",
-               "dilation": "must be either a single int, or a tuple of two ints"}
+_POOL_FORMS = {"kernel_size": "must either be a single int, or a tuple of {} ints",
+               "stride": "must either be omitted, a single int, or a tuple of {} ints",
+               "padding": "must either be a single int, or a tuple of {} ints",
+               "dilation": "must be either a single int, or a tuple of {} ints"}
+_AVG3D_FORMS = {"kernel_size": "must be a single int, or a tuple of three ints",  # PyTorch words these without "either"
+                "stride": "must be omitted, a single int, or a tuple of three ints",
+                "padding": "must be a single int, or a tuple of three ints"}
 
 
-def pool_param(op: str, name: str, value) -> tuple:
-    """A pooling argument as 2 ints (PyTorch's message names the accepted forms)."""
+def pool_param(op: str, name: str, value, nd: int = 2) -> tuple:
+    """A pooling argument as `nd` ints (PyTorch's message names the accepted forms)."""
     v = _ints(value)
-    if len(v) not in (1, 2):
-        raise OpRuntimeError(f"{op}: {name} {_POOL_FORMS[name]}")
-    return v * 2 if len(v) == 1 else v
+    if len(v) not in (1, nd):
+        form = _AVG3D_FORMS[name] if op.startswith("avg_pool3d") else _POOL_FORMS[name].format(_NUMBERS[nd])
+        raise OpRuntimeError(f"{op}: {name} {form}")
+    return v * nd if len(v) == 1 else v
+
+
+_NUMBERS = {2: "two", 3: "three"}
 
 
 def _fold_param(name: str, value) -> tuple:
@@ -68,8 +77,7 @@ def _fold_param(name: str, value) -> tuple:
 
 def _c_name(dtype) -> str:
     """The C type name PyTorch prints in conv's bias-dtype message."""
-    return {dt.float32: "float", dt.float64: "double", dt.int32: "int", dt.int64: "long int",
-            dt.bool_: "bool"}[dtype]
+    return dt.C_NAMES[dtype]
 
 
 def _pair_text(values, sep: str = " x ") -> str:
@@ -107,60 +115,54 @@ def _known(*sizes) -> bool:
 
 # -- array helpers -------------------------------------------------------------------------------
 
-def _as4d(x, nd: int):
-    """A (N, C, *spatial) array as 4-D: a missing batch dim and a missing H dim (1-D ops) become 1."""
-    if x.ndim == nd + 1:
-        x = x[None]
-    return x[:, :, None] if nd == 1 else x
+_ALL = (slice(None), slice(None))  # the batch and channel dims of an index
+
+
+def _with_batch(x, nd: int):
+    """An (N, C, *spatial) array: `x` with a batch dim of 1 added when it is unbatched."""
+    return x if x.ndim == nd + 2 else x[None]
 
 
 def _pad(x, pads, value=0):
-    """(N, C, H, W) `x` inside a border of `value`: `pads` = ((top, bottom), (left, right))."""
-    (top, bottom), (left, right) = pads
-    if not (top or bottom or left or right):
+    """(N, C, *spatial) `x` inside a border of `value`; `pads` = ((before, after), ...) per spatial dim."""
+    if not any(before or after for before, after in pads):
         return x
-    n, c, h, w = x.shape
-    out = np.full((n, c, h + top + bottom, w + left + right), value, x.dtype)
-    out[:, :, top:top + h, left:left + w] = x
+    out = np.full(x.shape[:2] + tuple(s + b + a for s, (b, a) in zip(x.shape[2:], pads)), value, x.dtype)
+    out[_ALL + tuple(slice(b, b + s) for s, (b, _) in zip(x.shape[2:], pads))] = x
     return out
 
 
 def _windows(xp, kernel, dilation, stride, out):
-    """The sliding blocks of a padded (N, C, H, W) array: a read-only view (N, C, kh, kw, OH, OW)."""
-    sn, sc, sh, sw = xp.strides
+    """The sliding blocks of a padded (N, C, *spatial) array: a read-only view (N, C, *kernel, *out)."""
+    steps = xp.strides[2:]
     return as_strided(xp, xp.shape[:2] + tuple(kernel) + tuple(out),
-                      (sn, sc, sh * dilation[0], sw * dilation[1], sh * stride[0], sw * stride[1]),
-                      writeable=False)
+                      xp.strides[:2] + tuple(s * d for s, d in zip(steps, dilation))
+                      + tuple(s * t for s, t in zip(steps, stride)), writeable=False)
 
 
-def _im2col(x, kernel, dilation, padding, stride, out, batch_inner: bool = False):
+def _im2col(x, kernel, dilation, padding, stride, out):
     """(N, C, H, W) -> columns, one per output position, in a fresh array: (N, C*kh*kw, OH*OW)
-    (F.unfold's layout), or with `batch_inner` (C*kh*kw, N*OH*OW), which makes a convolution one
-    GEMM per group."""
+    (F.unfold's layout)."""
     n, c = x.shape[:2]
     windows = _windows(_pad(x, ((padding[0],) * 2, (padding[1],) * 2)), kernel, dilation, stride, out)
-    if batch_inner:
-        cols = np.empty((c * kernel[0] * kernel[1], n * out[0] * out[1]), x.dtype)
-        np.copyto(cols.reshape((c,) + tuple(kernel) + (n,) + tuple(out)), windows.transpose(1, 2, 3, 0, 4, 5))
-    else:
-        cols = np.empty((n, c * kernel[0] * kernel[1], out[0] * out[1]), x.dtype)
-        np.copyto(cols.reshape((n, c) + tuple(kernel) + tuple(out)), windows)
+    cols = np.empty((n, c * kernel[0] * kernel[1], out[0] * out[1]), x.dtype)
+    np.copyto(cols.reshape((n, c) + tuple(kernel) + tuple(out)), windows)
     return cols
 
 
 def _fold(blocks, size, dilation, padding, stride):
-    """Add blocks (N, C, kh, kw, OH, OW) back onto the (N, C, H, W) image they were cut from
-    (the adjoint of `_windows`); parts falling into the padding are dropped."""
-    n, c, kh, kw, oh, ow = blocks.shape
-    span = [dilation[i] * (k - 1) + stride[i] * (o - 1) + 1 for i, (k, o) in enumerate(((kh, oh), (kw, ow)))]
-    out = np.zeros((n, c, max(size[0] + 2 * padding[0], span[0]), max(size[1] + 2 * padding[1], span[1])),
-                   blocks.dtype)
-    if oh and ow:
-        for i, j in product(range(kh), range(kw)):
-            r, q = i * dilation[0], j * dilation[1]
-            out[:, :, r:r + stride[0] * (oh - 1) + 1:stride[0], q:q + stride[1] * (ow - 1) + 1:stride[1]] += \
-                blocks[:, :, i, j]
-    return np.ascontiguousarray(out[:, :, padding[0]:padding[0] + size[0], padding[1]:padding[1] + size[1]])
+    """Add blocks (N, C, *kernel, *out) back onto the (N, C, *size) input they were cut from (the
+    adjoint of `_windows`); parts falling into the padding are dropped."""
+    nd = len(size)
+    kernel, out = blocks.shape[2:2 + nd], blocks.shape[2 + nd:]
+    span = [d * (k - 1) + s * (o - 1) + 1 for k, o, d, s in zip(kernel, out, dilation, stride)]
+    full = np.zeros(blocks.shape[:2] + tuple(max(n + 2 * p, w) for n, p, w in zip(size, padding, span)),
+                    blocks.dtype)
+    if all(out):
+        for tap in product(*map(range, kernel)):
+            where = tuple(slice(t * d, t * d + s * (o - 1) + 1, s) for t, d, s, o in zip(tap, dilation, stride, out))
+            full[_ALL + where] += blocks[_ALL + tap]
+    return np.ascontiguousarray(full[_ALL + tuple(slice(p, p + n) for p, n in zip(padding, size))])
 
 
 # -- im2col / col2im -----------------------------------------------------------------------------
@@ -366,91 +368,140 @@ def _conv_dtype(op: str, kernel_name: str):
     return rule
 
 
-def _conv4d(x, weight, bias, stride, padding, dilation, groups, out):
-    """Batched 2-D convolution of 4-D arrays: one im2col copy and one GEMM per group (weights
+def _channels_last(y, nd: int):
+    """(C, N, *spatial) -> (N, C, *spatial), contiguous."""
+    return np.ascontiguousarray(y.transpose((1, 0) + tuple(range(2, nd + 2))))
+
+
+def _conv(x, weight, bias, g: _Conv, groups: int):
+    """Batched N-d convolution: one im2col copy (C*taps, N*L) and one GEMM per group (weights
     (O/G, K) times columns (K, N*L)); a single large GEMM is what BLAS does fastest."""
-    n, o, (cg, kh, kw) = x.shape[0], weight.shape[0], weight.shape[1:]
-    cols = _im2col(x, (kh, kw), dilation, padding, stride, out, batch_inner=True)
-    y = np.matmul(weight.reshape(groups, o // groups, cg * kh * kw), cols.reshape(groups, cg * kh * kw, -1))
-    y = y.reshape(o, -1)
+    nd = x.ndim - 2
+    (n, c), o, kernel = x.shape[:2], weight.shape[0], weight.shape[2:]
+    win = _windows(_pad(x, tuple((p, p) for p in g.padding)), kernel, g.dilation, g.stride, g.out)
+    cols = np.empty((c,) + kernel + (n,) + g.out, x.dtype)
+    np.copyto(cols, win.transpose((1,) + tuple(range(2, nd + 2)) + (0,) + tuple(range(nd + 2, 2 * nd + 2))))
+    rows = c // groups * prod(kernel)
+    y = np.matmul(weight.reshape(groups, o // groups, rows), cols.reshape(groups, rows, -1)).reshape((o, n) + g.out)
     if bias is not None:
-        y += bias[:, None]
-    return np.ascontiguousarray(y.reshape((o, n) + tuple(out)).transpose(1, 0, 2, 3))
+        y += bias.reshape((-1,) + (1,) * (nd + 1))
+    return _channels_last(y, nd)
 
 
-def _conv_nd(op: str, nd: int, input, weight, bias, stride, padding, dilation, groups):
-    _conv_dtype(op, "slow_conv2d_cpu")(input, weight, bias)
-    g = _conv_geometry(op, nd, input, weight, bias, stride, padding, dilation, groups)
-    one = (1,) * (2 - nd)  # conv1d runs as a conv2d over a height-1 image
-    y = _conv4d(_as4d(input, nd), _as4d(weight, nd), bias, one + g.stride, (0,) * (2 - nd) + g.padding,
-                one + g.dilation, groups, one + g.out)
-    y = y[:, :, 0] if nd == 1 else y
-    return y if input.ndim == nd + 2 else y[0]
+def _conv_kernel_name(nd: int) -> str:
+    return f"slow_conv{max(nd, 2)}d_cpu"  # PyTorch runs conv1d as a 2-D convolution
 
 
-@register("aten::conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, int[2] padding=0, "
-          "int[2] dilation=1, int groups=1) -> Tensor",
-          shape=_conv_shape("conv2d", 2), dtype=_conv_dtype("conv2d", "slow_conv2d_cpu"))
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """2-D cross-correlation of (N, C, H, W) with (O, C/groups, kh, kw) weights, plus bias."""
-    return _conv_nd("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+def _conv_kernel(op: str, nd: int):
+    def kernel(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+        _conv_dtype(op, _conv_kernel_name(nd))(input, weight, bias)
+        g = _conv_geometry(op, nd, input, weight, bias, stride, padding, dilation, groups)
+        y = _conv(_with_batch(input, nd), weight, bias, g, groups)
+        return y if input.ndim == nd + 2 else y[0]
+    kernel.__doc__ = f"{nd}-D cross-correlation of (N, C, *spatial) with (O, C/groups, *kernel) weights, plus bias."
+    return kernel
 
 
-@register("aten::conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=1, int[1] padding=0, "
-          "int[1] dilation=1, int groups=1) -> Tensor",
-          shape=_conv_shape("conv1d", 1), dtype=_conv_dtype("conv1d", "slow_conv2d_cpu"))
-def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """1-D cross-correlation of (N, C, L) with (O, C/groups, k) weights, plus bias."""
-    return _conv_nd("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+def register_conv(nd: int):
+    """Register aten::conv{nd}d."""
+    op = f"conv{nd}d"
+    return register(f"aten::{op}(Tensor input, Tensor weight, Tensor? bias=None, int[{nd}] stride=1, "
+                    f"int[{nd}] padding=0, int[{nd}] dilation=1, int groups=1) -> Tensor",
+                    shape=_conv_shape(op, nd), dtype=_conv_dtype(op, _conv_kernel_name(nd)))(_conv_kernel(op, nd))
 
 
-def _transposed_geometry(input, weight, bias, stride, padding, output_padding, groups, dilation) -> _Conv:
-    op = "conv_transpose2d"
-    _check_conv_input(op, 2, input, weight)
+conv2d = register_conv(2)
+conv1d = register_conv(1)
+
+
+# -- transposed convolution ----------------------------------------------------------------------
+
+_AXES = {1: ("width",), 2: ("height", "width"), 3: ("depth", "height", "width")}
+
+
+def _output_padding_text(nd: int, output_padding, stride, dilation) -> str:
+    """PyTorch's listing (a 1-D op reports itself as 2-D with a height of one)."""
+    values = {"output_padding": output_padding, "stride": stride, "dilation": dilation}
+    axes = _AXES[max(nd, 2)]
+    if nd == 1:
+        values = {k: (0 if k == "output_padding" else 1,) + v for k, v in values.items()}
+    return " ".join(f"{name}_{axis}: {v}" for name, vs in values.items() for axis, v in zip(axes, vs))
+
+
+def transposed_geometry(op: str, nd: int, input, weight, bias, stride, padding, output_padding, groups,
+                        dilation) -> _Conv:
+    """Checked arguments of an N-d transposed convolution and its output's spatial size."""
+    _check_conv_input(op, nd, input, weight)
     stride, padding, output_padding, dilation = (
-        conv_param(op, n, v, 2) for n, v in (("stride", stride), ("padding", padding),
-                                             ("output_padding", output_padding), ("dilation", dilation)))
+        conv_param(op, n, v, nd) for n, v in (("stride", stride), ("padding", padding),
+                                              ("output_padding", output_padding), ("dilation", dilation)))
     _check_conv_params(stride, padding, dilation, groups)
     if any(p < 0 for p in output_padding):
         raise OpRuntimeError("negative output_padding is not supported")
     if any(p >= s and p >= d for p, s, d in zip(output_padding, stride, dilation)):
-        (ph, pw), (sh, sw), (dh, dw) = output_padding, stride, dilation
-        raise OpRuntimeError(f"output padding must be smaller than either stride or dilation, but got "
-                             f"output_padding_height: {ph} output_padding_width: {pw} stride_height: {sh} "
-                             f"stride_width: {sw} dilation_height: {dh} dilation_width: {dw}")
+        raise OpRuntimeError("output padding must be smaller than either stride or dilation, but got "
+                             + _output_padding_text(nd, output_padding, stride, dilation))
     _check_conv_weight(input, weight, bias, groups, transposed=True)
-    size, kernel = tuple(input.shape[-2:]), tuple(weight.shape[-2:])
+    size, kernel = tuple(input.shape[-nd:]), tuple(weight.shape[-nd:])
     out = tuple((h - 1) * s - 2 * p + d * (k - 1) + q + 1 if _known(h) else f"({h}-1)*{s}+{d * (k - 1) + q + 1 - 2 * p}"
                 for h, k, s, p, d, q in zip(size, kernel, stride, padding, dilation, output_padding))
     if _known(*out) and min(out) < 1:
-        raise OpRuntimeError(f"Given input size per channel: {_pair_text(size)}. Calculated output size per "
-                             f"channel: {_pair_text(out)}. Output size is too small")
+        one = (1,) * (nd == 1)  # PyTorch runs 1-D as 2-D and says so
+        raise OpRuntimeError(f"Given input size per channel: {_pair_text(one + size)}. Calculated output size per "
+                             f"channel: {_pair_text(one + out)}. Output size is too small")
     return _Conv(stride, padding, dilation, output_padding, out)
 
 
-def _transposed_shape(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
-    g = _transposed_geometry(input, weight, bias, stride, padding, output_padding, groups, dilation)
-    channels = weight.shape[1] * groups if _known(weight.shape[1]) else f"{weight.shape[1]}*{groups}"
-    return tuple(input.shape[:-3]) + (channels,) + g.out
+def _transposed_geometry(input, weight, bias, stride, padding, output_padding, groups, dilation) -> _Conv:
+    """transposed_geometry of conv_transpose2d (what the entry's planner asks)."""
+    return transposed_geometry("conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding, groups,
+                               dilation)
 
 
-@register("aten::conv_transpose2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, "
-          "int[2] padding=0, int[2] output_padding=0, int groups=1, int[2] dilation=1) -> Tensor",
-          shape=_transposed_shape, dtype=_conv_dtype("conv_transpose2d", "slow_conv_transpose2d_cpu"))
-def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
-    """The adjoint of conv2d w.r.t. its input ("deconvolution"): one GEMM per group, then col2im."""
-    _conv_dtype("conv_transpose2d", "slow_conv_transpose2d_cpu")(input, weight, bias)
-    g = _transposed_geometry(input, weight, bias, stride, padding, output_padding, groups, dilation)
-    x = input if input.ndim == 4 else input[None]
-    n, cin, h, w = x.shape
-    cog, kh, kw = weight.shape[1:]
-    taps = weight.reshape(groups, cin // groups, cog * kh * kw).transpose(0, 2, 1)
-    cols = np.matmul(taps, x.transpose(1, 0, 2, 3).reshape(groups, cin // groups, n * h * w))
-    blocks = cols.reshape(groups * cog, kh, kw, n, h, w).transpose(3, 0, 1, 2, 4, 5)
+def _transposed_shape(op: str, nd: int):
+    def rule(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+        g = transposed_geometry(op, nd, input, weight, bias, stride, padding, output_padding, groups, dilation)
+        channels = weight.shape[1] * groups if _known(weight.shape[1]) else f"{weight.shape[1]}*{groups}"
+        return tuple(input.shape[:-nd - 1]) + (channels,) + g.out
+    return rule
+
+
+def _conv_transpose(x, weight, bias, g: _Conv, groups: int):
+    """The adjoint of the convolution w.r.t. its input: one GEMM per group, then fold."""
+    nd = x.ndim - 2
+    (n, cin), size = x.shape[:2], x.shape[2:]
+    cog, kernel = weight.shape[1], weight.shape[2:]
+    taps = weight.reshape(groups, cin // groups, cog * prod(kernel)).transpose(0, 2, 1)
+    cols = np.matmul(taps, x.transpose((1, 0) + tuple(range(2, nd + 2))).reshape(groups, cin // groups, -1))
+    blocks = cols.reshape((groups * cog,) + kernel + (n,) + size)
+    blocks = blocks.transpose((nd + 1, 0) + tuple(range(1, nd + 1)) + tuple(range(nd + 2, 2 * nd + 2)))
     y = _fold(blocks, g.out, g.dilation, g.padding, g.stride)
     if bias is not None:
-        y += bias.reshape(-1, 1, 1)
-    return y if input.ndim == 4 else y[0]
+        y += bias.reshape((-1,) + (1,) * nd)
+    return y
+
+
+def _transposed_kernel(op: str, nd: int):
+    def kernel(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+        _conv_dtype(op, f"slow_conv_transpose{nd}d_cpu")(input, weight, bias)
+        g = transposed_geometry(op, nd, input, weight, bias, stride, padding, output_padding, groups, dilation)
+        y = _conv_transpose(_with_batch(input, nd), weight, bias, g, groups)
+        return y if input.ndim == nd + 2 else y[0]
+    kernel.__doc__ = (f"The adjoint of conv{nd}d w.r.t. its input (\"deconvolution\"); weight is "
+                      f"(C_in, C_out/groups, *kernel).")
+    return kernel
+
+
+def register_transposed(nd: int):
+    """Register aten::conv_transpose{nd}d."""
+    op = f"conv_transpose{nd}d"
+    return register(f"aten::{op}(Tensor input, Tensor weight, Tensor? bias=None, int[{nd}] stride=1, "
+                    f"int[{nd}] padding=0, int[{nd}] output_padding=0, int groups=1, int[{nd}] dilation=1) -> Tensor",
+                    shape=_transposed_shape(op, nd), dtype=_conv_dtype(op, f"slow_conv_transpose{nd}d_cpu"))(
+        _transposed_kernel(op, nd))
+
+
+conv_transpose2d = register_transposed(2)
 
 
 # -- pooling -------------------------------------------------------------------------------------
@@ -471,45 +522,62 @@ class _Pool:
                                                  self.out))
 
 
-def _check_pool_input(op: str, x) -> None:
+def _check_pool2d_input(op: str, x) -> None:
     if x.ndim not in (3, 4) or 0 in tuple(x.shape[-3:]):
         raise OpRuntimeError(f"{op}: Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for "
                              f"input, but got:{fmt_shape(x.shape)}")
 
 
+def _check_pool3d_input(op: str, x) -> None:
+    if x.ndim not in (4, 5):
+        raise OpRuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
+    for d in range(x.ndim - 4, x.ndim):
+        if x.shape[d] == 0:
+            raise OpRuntimeError(f"{op}: Expected input's non-batch dimensions to have positive length, but input "
+                                 f"has a shape of {fmt_shape(x.shape)} and non-batch dimension {d - x.ndim + 4} has "
+                                 f"length zero!")
+
+
+_CHECK_POOL_INPUT = {2: _check_pool2d_input, 3: _check_pool3d_input}  # PyTorch words them differently
+
+
+def _listed(prefix: str, values) -> str:
+    """PyTorch's 'kH: 2 kW: 3' (with a T for depth in 3-D)."""
+    return " ".join(f"{prefix}{axis}: {v}" for axis, v in zip("THW"[-len(values):], values))
+
+
 def _check_pool_params(kernel, stride, padding, dilation) -> None:
     if min(kernel) <= 0:
-        raise OpRuntimeError(f"kernel size should be greater than zero, but got kH: {kernel[0]} kW: {kernel[1]}")
+        raise OpRuntimeError(f"kernel size should be greater than zero, but got {_listed('k', kernel)}")
     if min(stride) == 0:
         raise OpRuntimeError("stride should not be zero")
     if min(stride) < 0:
-        raise OpRuntimeError(f"stride should be greater than zero, but got dH: {stride[0]} dW: {stride[1]}")
+        raise OpRuntimeError(f"stride should be greater than zero, but got {_listed('d', stride)}")
     if min(dilation) <= 0:
-        raise OpRuntimeError(f"dilation should be greater than zero, but got dilationH: {dilation[0]} "
-                             f"dilationW: {dilation[1]}")
+        raise OpRuntimeError(f"dilation should be greater than zero, but got {_listed('dilation', dilation)}")
     for k, p, d in zip(kernel, padding, dilation):
         if p < 0:
             raise OpRuntimeError(f"pad must be non-negative, but got pad: {p}")
         if p > (d * (k - 1) + 1) // 2:
             raise OpRuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, "
                                  f"kernel_size={k} and dilation={d}")
-    if any(p > k // 2 for k, p in zip(kernel, padding)):
+    if len(kernel) == 2 and any(p > k // 2 for k, p in zip(kernel, padding)):  # only PyTorch's 2-D kernels ask
         raise OpRuntimeError(f"pad should be smaller than or equal to half of kernel size, but got padW = "
                              f"{padding[1]}, padH = {padding[0]}, kW = {kernel[1]}, kH = {kernel[0]}")
 
 
-def _pool_geometry(op: str, self, kernel_size, stride, padding, dilation, ceil_mode) -> _Pool:
-    _check_pool_input(op, self)
-    kernel = pool_param(op, "kernel_size", kernel_size)
-    stride = pool_param(op, "stride", stride) if len(_ints(stride)) else kernel
-    padding, dilation = pool_param(op, "padding", padding), pool_param(op, "dilation", dilation)
+def _pool_geometry(op: str, self, kernel_size, stride, padding, dilation, ceil_mode, nd: int = 2) -> _Pool:
+    _CHECK_POOL_INPUT[nd](op, self)
+    kernel = pool_param(op, "kernel_size", kernel_size, nd)
+    stride = pool_param(op, "stride", stride, nd) if len(_ints(stride)) else kernel
+    padding, dilation = pool_param(op, "padding", padding, nd), pool_param(op, "dilation", dilation, nd)
     _check_pool_params(kernel, stride, padding, dilation)
-    size = tuple(self.shape[-2:])
+    size = tuple(self.shape[-nd:])
     out = tuple(_pool_out_size(*a, ceil_mode) for a in zip(size, kernel, stride, padding, dilation))
     if _known(*out) and min(out) < 1:
-        c = self.shape[-3]
-        raise OpRuntimeError(f"Given input size: ({c}x{size[0]}x{size[1]}). Calculated output size: "
-                             f"({c}x{out[0]}x{out[1]}). Output size is too small")
+        c = self.shape[-nd - 1]
+        raise OpRuntimeError(f"Given input size: ({'x'.join(map(str, (c,) + size))}). Calculated output size: "
+                             f"({'x'.join(map(str, (c,) + out))}). Output size is too small")
     return _Pool(kernel, stride, padding, dilation, out)
 
 
@@ -527,21 +595,28 @@ def _lowest(dtype):
     return -np.inf if dt.is_float(dtype) else np.iinfo(dtype).min
 
 
-def _max_values(win):
+def _taps(win, nd: int) -> list:
+    """The row-major kernel positions of a windows view (N, C, *kernel, *out)."""
+    return list(product(*map(range, win.shape[2:2 + nd])))
+
+
+def _max_values(win, nd: int):
     """The maximum of each window (NaN wins, as in PyTorch)."""
-    best = win[:, :, 0, 0].copy()
-    for i, j in list(product(*map(range, win.shape[2:4])))[1:]:
-        np.maximum(best, win[:, :, i, j], out=best)
+    taps = _taps(win, nd)
+    best = win[_ALL + taps[0]].copy()
+    for tap in taps[1:]:
+        np.maximum(best, win[_ALL + tap], out=best)
     return best
 
 
-def _max_positions(win):
-    """The maximum of each window and its first position (row-major tap number); a NaN wins, the
-    last one as in PyTorch's kernel."""
-    best = win[:, :, 0, 0].copy()
+def _max_positions(win, nd: int):
+    """The maximum of each window and its row-major tap number: the first maximum, or the last
+    NaN (a NaN wins, as in PyTorch's kernel)."""
+    taps = _taps(win, nd)
+    best = win[_ALL + taps[0]].copy()
     arg = np.zeros(best.shape, np.int32)
-    for t, (i, j) in list(enumerate(product(*map(range, win.shape[2:4]))))[1:]:
-        v = win[:, :, i, j]
+    for t, tap in enumerate(taps[1:], start=1):
+        v = win[_ALL + tap]
         take = v > best
         if win.dtype.kind == "f":
             take |= np.isnan(v)
@@ -556,89 +631,97 @@ def _first_inside(start, d: int):
 
 
 def _flat_indices(arg, best, g: _Pool, size):
-    """Window tap numbers -> flat indices into each input plane: a window's start plus its tap's
-    offset. Only a window whose values are all the lowest value can have picked a padding tap;
-    PyTorch points those at the window's first position inside the input."""
-    kw, width = g.kernel[1], size[1]
-    start_h = np.arange(g.out[0])[:, None] * g.stride[0] - g.padding[0]
-    start_w = np.arange(g.out[1]) * g.stride[1] - g.padding[1]
-    taps = np.arange(g.kernel[0] * kw)
-    offsets = taps // kw * g.dilation[0] * width + taps % kw * g.dilation[1]
-    indices = start_h * width + start_w + np.take(offsets, arg)
+    """Window tap numbers -> flat indices into each input plane (volume in 3-D). Only a window whose
+    values are all the lowest value can have picked a padding tap; PyTorch points those at the
+    window's first position inside the input."""
+    nd = len(size)
+    starts = [(np.arange(o) * s - p).reshape((-1,) + (1,) * (nd - 1 - i))
+              for i, (o, s, p) in enumerate(zip(g.out, g.stride, g.padding))]
+    taps = np.unravel_index(arg, g.kernel)
+    positions = [start + tap * d for start, tap, d in zip(starts, taps, g.dilation)]
+    places = [prod(size[i + 1:]) for i in range(nd)]
+    indices = sum(p * w for p, w in zip(positions, places))
     lowest = best == _lowest(best.dtype)
     if lowest.any():
-        ih, iw = start_h + arg // kw * g.dilation[0], start_w + arg % kw * g.dilation[1]
-        outside = (ih < 0) | (ih >= size[0]) | (iw < 0) | (iw >= width)
-        first = _first_inside(start_h, g.dilation[0]) * width + _first_inside(start_w, g.dilation[1])
+        outside = np.logical_or.reduce([(p < 0) | (p >= n) for p, n in zip(positions, size)])
+        first = sum(_first_inside(start, d) * w for start, d, w in zip(starts, g.dilation, places))
         indices = np.where(lowest & outside, first, indices)
-    return indices
+    return indices.astype(np.int64)
 
 
-def _max_pool(self, kernel_size, stride, padding, dilation, ceil_mode, op: str, with_indices: bool):
+def max_pool(self, kernel_size, stride, padding, dilation, ceil_mode, op: str, with_indices: bool, nd: int):
+    """The kernel of max_pool{nd}d and max_pool{nd}d_with_indices."""
     _pool_dtype(op)(self)
-    g = _pool_geometry(op, self, kernel_size, stride, padding, dilation, ceil_mode)
-    x = self if self.ndim == 4 else self[None]
+    g = _pool_geometry(op, self, kernel_size, stride, padding, dilation, ceil_mode, nd)
+    x = _with_batch(self, nd)
     win = _windows(_pad(x, g.pads(x.shape[2:]), _lowest(x.dtype)), g.kernel, g.dilation, g.stride, g.out)
     if not with_indices:
-        values = _max_values(win)
-        return values if self.ndim == 4 else values[0]
-    values, arg = _max_positions(win)
+        values = _max_values(win, nd)
+        return values if self.ndim == nd + 2 else values[0]
+    values, arg = _max_positions(win, nd)
     indices = _flat_indices(arg, values, g, x.shape[2:])
-    return (values, indices) if self.ndim == 4 else (values[0], indices[0])
+    return (values, indices) if self.ndim == nd + 2 else (values[0], indices[0])
 
 
-def _pool_shape(op: str):
+def pool_shape(op: str, nd: int = 2):
+    """The shape rule of a max pooling op."""
     def rule(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False, *rest):
-        return tuple(self.shape[:-2]) + _pool_geometry(op, self, kernel_size, stride, padding, dilation,
-                                                        ceil_mode).out
+        return tuple(self.shape[:-nd]) + _pool_geometry(op, self, kernel_size, stride, padding, dilation,
+                                                         ceil_mode, nd).out
+    return rule
+
+
+def with_indices_shape(nd: int):
+    """The shape rule of max_pool{nd}d_with_indices: values and indices of one shape."""
+    def rule(self, *args):
+        shape = pool_shape(f"max_pool{nd}d_with_indices", nd)(self, *args)
+        return shape, shape
+    return rule
+
+
+def with_indices_dtype(nd: int):
+    def rule(self, *args):
+        return _pool_dtype(f"max_pool{nd}d_with_indices")(self), dt.int64
     return rule
 
 
 @register("aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
           "int[2] dilation=1, bool ceil_mode=False) -> Tensor",
-          shape=_pool_shape("max_pool2d"), dtype=_pool_dtype("max_pool2d"))
+          shape=pool_shape("max_pool2d"), dtype=_pool_dtype("max_pool2d"))
 def max_pool2d(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     """The maximum over each window (stride [] means kernel_size; padding counts as -inf)."""
-    return _max_pool(self, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d", False)
-
-
-def _with_indices_shape(self, *args):
-    shape = _pool_shape("max_pool2d_with_indices")(self, *args)
-    return shape, shape
-
-
-def _with_indices_dtype(self, *args):
-    return _pool_dtype("max_pool2d_with_indices")(self), dt.int64
+    return max_pool(self, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d", False, 2)
 
 
 @register("aten::max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
           "int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)",
-          shape=_with_indices_shape, dtype=_with_indices_dtype)
+          shape=with_indices_shape(2), dtype=with_indices_dtype(2))
 def max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     """max_pool2d and, per output, the flat index (into its H*W input plane) of the maximum."""
-    return _max_pool(self, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d_with_indices", True)
+    return max_pool(self, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d_with_indices", True, 2)
 
 
 # -- average pooling -----------------------------------------------------------------------------
 
-def _avg_geometry(op: str, self, kernel_size, stride, padding, ceil_mode, divisor_override) -> _Pool:
+def _avg_geometry(op: str, self, kernel_size, stride, padding, ceil_mode, divisor_override, nd: int = 2) -> _Pool:
     if divisor_override is not None and divisor_override == 0:
-        raise OpRuntimeError(f"{op}: divisor must be not zero")
-    return _pool_geometry(op, self, kernel_size, stride, padding, 1, ceil_mode)
+        raise OpRuntimeError("divisor must be not zero")
+    return _pool_geometry(op, self, kernel_size, stride, padding, 1, ceil_mode, nd)
 
 
 def _avg_divisors(g: _Pool, size, count_include_pad: bool, divisor_override):
-    """What each window's sum is divided by, as an (OH, OW) array: the window's extent clipped to
-    the padded input, or only its part inside the input; an empty window divides by 1 (its sum is 0)."""
+    """What each window's sum is divided by, as an array of the output's spatial shape: the window's
+    extent clipped to the padded input, or only its part inside the input; an empty window divides
+    by 1 (its sum is 0)."""
     if divisor_override is not None:
         return np.full(g.out, divisor_override, np.int64)
-    extents = []
+    total = np.ones((), np.int64)
     for n, k, s, p, o in zip(size, g.kernel, g.stride, g.padding, g.out):
         start = np.arange(o) * s - p
         end = np.minimum(start + k, n + p)
         inside = np.minimum(end, n) - np.maximum(start, 0)
-        extents.append(end - start if count_include_pad else np.maximum(inside, 1))
-    return extents[0][:, None] * extents[1][None, :]
+        total = np.multiply.outer(total, end - start if count_include_pad else np.maximum(inside, 1))
+    return total
 
 
 def _divide(total, divisor, dtype):
@@ -649,27 +732,36 @@ def _divide(total, divisor, dtype):
     return (quotient * np.sign(total) * np.sign(divisor)).astype(dtype)
 
 
-def _avg_shape(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
-               divisor_override=None):
-    g = _avg_geometry("avg_pool2d", self, kernel_size, stride, padding, ceil_mode, divisor_override)
-    return tuple(self.shape[:-2]) + g.out
+def avg_shape(nd: int):
+    """The shape rule of avg_pool{nd}d."""
+    def rule(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
+        g = _avg_geometry(f"avg_pool{nd}d", self, kernel_size, stride, padding, ceil_mode, divisor_override, nd)
+        return tuple(self.shape[:-nd]) + g.out
+    return rule
+
+
+def avg_pool(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, nd: int):
+    """The kernel of avg_pool{nd}d."""
+    op = f"avg_pool{nd}d"
+    _pool_dtype(op)(self)
+    g = _avg_geometry(op, self, kernel_size, stride, padding, ceil_mode, divisor_override, nd)
+    x = _with_batch(self, nd)
+    win = _windows(_pad(x, g.pads(x.shape[2:])), g.kernel, g.dilation, g.stride, g.out)
+    taps = _taps(win, nd)
+    total = win[_ALL + taps[0]].astype(x.dtype if dt.is_float(x.dtype) else np.int64)
+    for tap in taps[1:]:
+        total += win[_ALL + tap]
+    out = _divide(total, _avg_divisors(g, x.shape[2:], count_include_pad, divisor_override), x.dtype)
+    return out if self.ndim == nd + 2 else out[0]
 
 
 @register("aten::avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
           "bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor",
-          shape=_avg_shape, dtype=_pool_dtype("avg_pool2d"))
+          shape=avg_shape(2), dtype=_pool_dtype("avg_pool2d"))
 def avg_pool2d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """The mean over each window (zero padding; see _avg_divisors for what it divides by)."""
-    _pool_dtype("avg_pool2d")(self)
-    g = _avg_geometry("avg_pool2d", self, kernel_size, stride, padding, ceil_mode, divisor_override)
-    x = self if self.ndim == 4 else self[None]
-    win = _windows(_pad(x, g.pads(x.shape[2:])), g.kernel, g.dilation, g.stride, g.out)
-    total = win[:, :, 0, 0].astype(x.dtype if dt.is_float(x.dtype) else np.int64)
-    for i, j in list(product(*map(range, g.kernel)))[1:]:
-        total += win[:, :, i, j]
-    out = _divide(total, _avg_divisors(g, x.shape[2:], count_include_pad, divisor_override), x.dtype)
-    return out if self.ndim == 4 else out[0]
+    return avg_pool(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2)
 
 
 class _SizeOnly:
@@ -678,37 +770,47 @@ class _SizeOnly:
         self.shape, self.ndim = tuple(shape), len(shape)
 
 
-def _avg_backward_geometry(grad_output, input_size, kernel_size, stride, padding, ceil_mode, divisor_override):
+def _avg_backward_geometry(nd: int, grad_output, input_size, kernel_size, stride, padding, ceil_mode,
+                           divisor_override):
+    op = f"avg_pool{nd}d_backward"
     size = _ints(input_size)
-    g = _avg_geometry("avg_pool2d_backward", _SizeOnly(size), kernel_size, stride, padding, ceil_mode,
-                      divisor_override)
-    expected = size[:-2] + g.out
+    g = _avg_geometry(op, _SizeOnly(size), kernel_size, stride, padding, ceil_mode, divisor_override, nd)
+    expected = size[:-nd] + g.out
     if _known(*grad_output.shape) and tuple(grad_output.shape) != expected:
-        raise OpRuntimeError(f"avg_pool2d_backward: expected grad_output of size {fmt_shape(expected)}, but got "
+        raise OpRuntimeError(f"{op}: expected grad_output of size {fmt_shape(expected)}, but got "
                              f"{fmt_shape(grad_output.shape)}")
     return g, size
 
 
-def _avg_backward_shape(grad_output, input_size, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                        divisor_override):
-    return _avg_backward_geometry(grad_output, input_size, kernel_size, stride, padding, ceil_mode,
-                                  divisor_override)[1]
+def avg_backward_shape(nd: int):
+    """The shape rule of _avg_pool{nd}d_backward: the input's size."""
+    def rule(grad_output, input_size, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+        return _avg_backward_geometry(nd, grad_output, input_size, kernel_size, stride, padding, ceil_mode,
+                                      divisor_override)[1]
+    return rule
+
+
+def avg_pool_backward(grad_output, input_size, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                      divisor_override, nd: int):
+    """The kernel of _avg_pool{nd}d_backward: each output's gradient spread evenly over its window."""
+    check_float(f"avg_pool{nd}d_backward", grad_output.dtype)
+    g, size = _avg_backward_geometry(nd, grad_output, input_size, kernel_size, stride, padding, ceil_mode,
+                                     divisor_override)
+    grad = _with_batch(grad_output, nd)
+    share = _divide(grad, _avg_divisors(g, size[-nd:], count_include_pad, divisor_override), grad.dtype)
+    blocks = np.broadcast_to(share[_ALL + (None,) * nd], share.shape[:2] + g.kernel + g.out)
+    out = _fold(blocks, size[-nd:], g.dilation, g.padding, g.stride)
+    return out if grad_output.ndim == nd + 2 else out[0]
 
 
 @register("aten::_avg_pool2d_backward(Tensor grad_output, int[] input_size, int[2] kernel_size, int[2] stride, "
           "int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor",
-          shape=_avg_backward_shape, dtype=_float_dtype("avg_pool2d_backward"))
+          shape=avg_backward_shape(2), dtype=_float_dtype("avg_pool2d_backward"))
 def _avg_pool2d_backward(grad_output, input_size, kernel_size, stride, padding, ceil_mode, count_include_pad,
                          divisor_override):
     """The adjoint of avg_pool2d: each output's gradient spread evenly over its window."""
-    check_float("avg_pool2d_backward", grad_output.dtype)
-    g, size = _avg_backward_geometry(grad_output, input_size, kernel_size, stride, padding, ceil_mode,
-                                     divisor_override)
-    grad = grad_output if grad_output.ndim == 4 else grad_output[None]
-    share = _divide(grad, _avg_divisors(g, size[-2:], count_include_pad, divisor_override), grad.dtype)
-    blocks = np.broadcast_to(share[:, :, None, None], share.shape[:2] + g.kernel + g.out)
-    out = _fold(blocks, size[-2:], g.dilation, g.padding, g.stride)
-    return out if grad_output.ndim == 4 else out[0]
+    return avg_pool_backward(grad_output, input_size, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                             divisor_override, 2)
 
 
 # -- adaptive average pooling --------------------------------------------------------------------

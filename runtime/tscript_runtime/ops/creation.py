@@ -21,7 +21,7 @@ def check_size(size, op: str) -> tuple:
 
 def _float_dtype(dtype, op):
     d = dt.resolve(dtype) or dt.defaults.float_dtype
-    if not dt.is_float(d):
+    if not dt.is_inexact(d):
         raise OpRuntimeError(f"{op}: expected a floating point dtype, got {dt.NAMES[d]} "
                              f"(\"{op}\" not implemented for '{dt.TORCH_NAMES[d]}')")
     return d
@@ -112,16 +112,23 @@ def eye(n, m=None, dtype=None):
     return np.eye(n, m, dtype=dt.resolve(dtype) or dt.defaults.float_dtype)
 
 
-def _random(name, draw):
+def _random(name, draw, complex_scale):
+    """rand / randn: `draw(generator, size)` in the dtype asked for; a complex one draws its real and
+    imaginary parts, each times `complex_scale` (randn's halves the variance, as PyTorch's)."""
+    def kernel(size, generator=None, dtype=None):
+        d = _float_dtype(dtype, name)
+        size = check_size(size, name)
+        if not dt.is_complex(d):
+            return draw(generator, size).astype(d)
+        parts = draw(generator, size + (2,)) * complex_scale
+        return (parts[..., 0] + 1j * parts[..., 1]).astype(d)
     register(f"aten::{name}(int[] size, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor",
              shape=lambda size, generator=None, dtype=None: check_size(size, name),
-             dtype=lambda size, generator=None, dtype=None: _float_dtype(dtype, name))(
-        lambda size, generator=None, dtype=None: draw(generator, check_size(size, name)).astype(
-            _float_dtype(dtype, name)))
+             dtype=lambda size, generator=None, dtype=None: _float_dtype(dtype, name))(kernel)
 
 
-_random("rand", lambda g, size: numpy_generator(g).random(size))
-_random("randn", lambda g, size: numpy_generator(g).standard_normal(size))
+_random("rand", lambda g, size: numpy_generator(g).random(size), 1.0)
+_random("randn", lambda g, size: numpy_generator(g).standard_normal(size), 0.5 ** 0.5)
 
 
 @register("aten::randint(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor",

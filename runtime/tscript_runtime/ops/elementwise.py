@@ -5,7 +5,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..errors import OpRuntimeError
-from ._cast import as_array, cast, common, ndarray
+from ._cast import as_array, cast, common, ndarray, weak_scalar
 from .registry import register
 from .rules import (boolean, broadcast_args, check_float, float_of_self, promoted, promoted_float,
                     same_dtype, same_shape)
@@ -17,18 +17,15 @@ def _binary_shape(self, other, *rest):
     return broadcast_args(self, other)
 
 
-_SCALARS = (int, float, bool)
-
-
 def _fast_pair(a, b):
     """True when numpy's promotion already is PyTorch's: two arrays of one dtype, or an array and a
-    Python scalar that does not lift it to another category (numpy sends `int array + 0.5` to
-    float64, PyTorch to the default float)."""
+    Python scalar numpy takes as PyTorch does (numpy sends `int array + 0.5` to float64, PyTorch to
+    the default float; see weak_scalar)."""
     if a.__class__ is ndarray:
         if b.__class__ is ndarray:
             return a.dtype is b.dtype
-        return b.__class__ in _SCALARS and (a.dtype.kind == "f" or b.__class__ is not float)
-    return b.__class__ is ndarray and a.__class__ in _SCALARS and (b.dtype.kind == "f" or a.__class__ is not float)
+        return weak_scalar(a.dtype, b)
+    return b.__class__ is ndarray and weak_scalar(b.dtype, a)
 
 
 def _binary_kernel(fn):
@@ -230,32 +227,34 @@ def _integral_identity(fn):
     return lambda x: fn(x) if dt.is_float(x.dtype) else x.copy()
 
 
-# name -> (numpy function, result kind): "float" ops send integer inputs to the default float dtype.
+# name -> (numpy function, result kind): "float" ops send integer inputs to the default float dtype;
+# "real" ones give complex inputs' real dtype (abs).
 UNARY = {
     "exp": (np.exp, "float"), "log": (np.log, "float"), "log1p": (np.log1p, "float"),
     "expm1": (np.expm1, "float"), "sqrt": (np.sqrt, "float"), "rsqrt": (_rsqrt, "float"),
     "sin": (np.sin, "float"), "cos": (np.cos, "float"), "tanh": (np.tanh, "float"),
     "sigmoid": (_sigmoid, "float"), "erf": (_erf, "float"), "reciprocal": (np.reciprocal, "float"),
-    "neg": (_neg, "same"), "abs": (np.abs, "same"), "sign": (_sign, "same"), "relu": (_relu, "same"),
+    "neg": (_neg, "same"), "abs": (np.abs, "real"), "sign": (_sign, "same"), "relu": (_relu, "same"),
     "floor": (_integral_identity(np.floor), "same"), "ceil": (_integral_identity(np.ceil), "same"),
     "round": (_integral_identity(np.round), "same"), "trunc": (_integral_identity(np.trunc), "same"),
 }
 
 
 def _unary_kernel(fn, kind):
-    if kind == "same":
+    if kind != "float":
         return lambda self: as_array(fn(self))
 
     def kernel(self):
-        if dt.is_float(self.dtype):
+        if dt.is_inexact(self.dtype):
             return as_array(fn(self))
         return as_array(fn(self.astype(dt.defaults.float_dtype)))
     return kernel
 
 
+_UNARY_DTYPES = {"float": float_of_self, "same": same_dtype, "real": lambda self: dt.to_real(self.dtype)}
 for _name, (_fn, _kind) in UNARY.items():
     register(f"aten::{_name}(Tensor self) -> Tensor", shape=same_shape,
-             dtype=float_of_self if _kind == "float" else same_dtype, inplace=True)(_unary_kernel(_fn, _kind))
+             dtype=_UNARY_DTYPES[_kind], inplace=True)(_unary_kernel(_fn, _kind))
 
 register("aten::logical_not(Tensor self) -> Tensor", shape=same_shape, dtype=boolean,
          inplace=False)(lambda self: as_array(np.logical_not(self)))

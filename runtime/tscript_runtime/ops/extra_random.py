@@ -55,7 +55,8 @@ def multinomial(self, num_samples, replacement=False, generator=None):
 
 
 # The largest value `random_()` draws for each dtype: every integer the dtype holds exactly.
-RANDOM_MAX = {dt.float32: 2 ** 24, dt.float64: 2 ** 53, dt.int32: 2 ** 31 - 1, dt.int64: 2 ** 63 - 1, dt.bool_: 1}
+RANDOM_MAX = {dt.float16: 2 ** 11, dt.bfloat16: 2 ** 8, dt.float32: 2 ** 24, dt.float64: 2 ** 53, dt.uint8: 2 ** 8 - 1,
+              dt.int8: 2 ** 7 - 1, dt.int16: 2 ** 15 - 1, dt.int32: 2 ** 31 - 1, dt.int64: 2 ** 63 - 1, dt.bool_: 1}
 
 
 def random_bounds(dtype, low=0, high=None) -> tuple[int, int]:

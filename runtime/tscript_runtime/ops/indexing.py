@@ -19,9 +19,7 @@ from .rules import broadcast_shapes, int64, numel, same_dtype, shape_of, wrap_di
 # rule sees only a TensorMeta.
 NNZ = "nnz"
 _INT_INDEX = (dt.int32, dt.int64)
-# PyTorch names dtypes by their C types in masked_fill's message.
-_C_NAMES = {dt.bool_: "bool", dt.int32: "int", dt.int64: "long int", dt.float32: "float",
-            dt.float64: "double"}
+_C_NAMES = dt.C_NAMES  # PyTorch names dtypes by their C types in masked_fill's message
 
 
 def true_count(mask):

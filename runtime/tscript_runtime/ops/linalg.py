@@ -16,9 +16,7 @@ from ._cast import as_array, cast
 from .registry import register
 from .rules import broadcast_shapes, numel, promoted
 
-# C++ type names, as PyTorch prints them in "expected m1 and m2 to have the same dtype" messages.
-_CPP_NAMES = {dt.bool_: "bool", dt.int32: "int", dt.int64: "long int", dt.float32: "float",
-              dt.float64: "double"}
+_CPP_NAMES = dt.C_NAMES  # PyTorch's "expected m1 and m2 to have the same dtype, but got: float != double"
 
 
 def _known(*sizes) -> bool:

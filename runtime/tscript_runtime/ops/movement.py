@@ -1,4 +1,6 @@
 """Movement ops: views (sharing memory with their input, like PyTorch's), reshapes, copies."""
+import warnings
+
 import numpy as np
 
 from .. import dtypes as dt
@@ -288,6 +290,9 @@ def to(self, dtype=None, copy=False):
     dtype = dt.resolve(dtype) or self.dtype
     if dtype == self.dtype and not copy:
         return self
+    if dt.is_complex(self.dtype) and not dt.is_complex(dtype):
+        warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=2)
+        return self.real.astype(dtype)
     return self.astype(dtype)
 
 

@@ -11,6 +11,7 @@ from typing import Callable
 
 from .. import dtypes as dt
 from ..errors import OpRuntimeError, fmt_shape
+from . import narrow
 from .schema import NO_DEFAULT, Schema, parse_schema
 
 OPS: dict[str, "OpDef"] = {}
@@ -50,6 +51,8 @@ class OpDef:
     mutates: int | None = None      # input position written in place
     extra: dict = field(default_factory=dict)
     facts: object = None            # OpFacts (facts.py): pointwise, row reduction, cheap
+    direct: Callable | None = None  # the kernel without narrow.py's float16/bfloat16 check, for callers
+                                    # that know no argument is one (the eager dispatcher checks as it unwraps)
 
     def __post_init__(self):
         s = self.schema
@@ -91,6 +94,9 @@ def register(schema: str, *, shape, dtype, inplace: bool = False, **extra):
 
 def _add(op: OpDef) -> OpDef:
     assert op.name not in OPS, f"op {op.name} registered twice"
+    op.direct = op.kernel
+    if narrow.computes(op):
+        op.kernel = narrow.widening(op.kernel, op.dtype, op.tensor_pos, op.list_pos)
     OPS[op.name] = op
     return op
 

@@ -4,6 +4,7 @@ import math
 import operator
 import warnings
 
+from .. import dtypes as dt
 from ..errors import OpRuntimeError
 from .registry import register
 
@@ -125,7 +126,8 @@ TENSOR_QUERIES = {
     "aten::item(Tensor self) -> Scalar": _one_element("number", lambda v: v),
     "aten::numel(Tensor self) -> int": lambda a: int(a.size),
     "aten::size.all(Tensor self) -> int[]": lambda a: list(a.shape),
-    "aten::is_floating_point(Tensor self) -> bool": lambda a: a.dtype.kind == "f",
+    "aten::is_floating_point(Tensor self) -> bool": lambda a: dt.is_float(a.dtype),
+    "aten::is_complex(Tensor self) -> bool": lambda a: dt.is_complex(a.dtype),
 }
 
 # Lists, dicts and strings: the containers are Python objects, changed in place where PyTorch does

@@ -142,7 +142,7 @@ def _is_int(v) -> bool:
 
 def _is_number(v) -> bool:
     import numpy as np
-    return isinstance(v, (int, float, bool, np.number, np.bool_))
+    return isinstance(v, (int, float, complex, bool, np.number, np.bool_))
 
 
 def type_matches(t: str, v, is_tensor) -> bool:

@@ -17,6 +17,8 @@ from ..types import ScalarType, TensorType
 from .constant_propagation import constant_value
 from .effects import mutated_values
 
+# What native kernels load, compute and store (the runtime's kernel_specs.DTYPES): values of other dtypes
+# (float16, bfloat16, 8/16-bit integers, complex) stay outside groups and run on the reference kernels.
 SUPPORTED_DTYPES = {"float32", "float64", "int64", "int32", "bool"}
 GROUP = "tscript::FusionGroup"
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import sys
 import time
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Callable
 
 from ..graph import Graph
@@ -74,11 +76,29 @@ def log_filter() -> set | None:
     return None
 
 
+@contextmanager
+def observe_passes(observer):
+    """While active (in this thread or task), every pipeline run tells `observer`: `observer.start(graph)`
+    before its first pass, `observer.after(name, graph, seconds, changed)` after each, `observer.end(graph)`
+    after the last (tscript.report records the IR after every pass this way)."""
+    token = _observers.set(_observers.get() + (observer,))
+    try:
+        yield observer
+    finally:
+        _observers.reset(token)
+
+
+_observers: ContextVar[tuple] = ContextVar("tscript_pass_observers", default=())
+
+
 def run_stages(graph: Graph, stages: list[Stage], level: int = 2, log=None, stream=None) -> Graph:
     """Run every stage of `stages` enabled at `level` on `graph` (in place). `log`: a set of pass
     names to print the IR after (empty = all), default from TSCRIPT_LOG; `stream`: where (stderr)."""
     log = log_filter() if log is None else log
     stream = stream or sys.stderr
+    observers = _observers.get()
+    for observer in observers:
+        observer.start(graph)
     for name, fn, min_level in stages:
         if level < min_level:
             continue
@@ -87,6 +107,10 @@ def run_stages(graph: Graph, stages: list[Stage], level: int = 2, log=None, stre
         elapsed = time.perf_counter() - start
         if log is not None and changed and (not log or name in log):
             stream.write(f"== after {name} ({elapsed * 1e3:.2f} ms) ==\n{graph}\n")
+        for observer in observers:
+            observer.after(name, graph, elapsed, bool(changed))
+    for observer in observers:
+        observer.end(graph)
     return graph
 
 

@@ -74,38 +74,53 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
 
 # -- pooling --------------------------------------------------------------------------------------
 
+def _max_pool(op: str, input: Tensor, kernel_size, stride, padding, dilation, ceil_mode: bool):
+    """The max pooling op `op` (stride=None means the ops' [], i.e. kernel_size)."""
+    return dispatch(OPS[f"aten::{op}"],
+                    (input, kernel_size, [] if stride is None else stride, padding, dilation, ceil_mode))
+
+
+def _avg_pool(op: str, input: Tensor, kernel_size, stride, padding, ceil_mode: bool, count_include_pad: bool,
+              divisor_override: int | None) -> Tensor:
+    """The average pooling op `op` (stride=None means the ops' [], i.e. kernel_size)."""
+    return dispatch(OPS[f"aten::{op}"], (input, kernel_size, [] if stride is None else stride, padding,
+                                         ceil_mode, count_include_pad, divisor_override))
+
+
+def _with_defaults(output_size, input: Tensor):
+    """An adaptive output size whose None entries keep the input's size (PyTorch's _list_with_default)."""
+    if isinstance(output_size, int) or output_size is None:
+        return output_size
+    sizes = list(output_size)
+    if input.dim() <= len(sizes):
+        raise ValueError(f"Input dimension should be at least {len(sizes) + 1}")
+    return [s if s is not None else d for s, d in zip(sizes, input.shape[-len(sizes):])]
+
+
 def max_pool2d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                             ceil_mode: bool = False, return_indices: bool = True):
     """max_pool2d and the flat index (into each H*W input plane) of every maximum."""
-    return dispatch(OPS["aten::max_pool2d_with_indices"],
-                    (input, kernel_size, [] if stride is None else stride, padding, dilation, ceil_mode))
+    return _max_pool("max_pool2d_with_indices", input, kernel_size, stride, padding, dilation, ceil_mode)
 
 
 def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                return_indices: bool = False):
     """The maximum over each window (stride defaults to kernel_size); `(values, indices)` with
     return_indices=True."""
-    if return_indices:
-        return max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
-    return dispatch(OPS["aten::max_pool2d"],
-                    (input, kernel_size, [] if stride is None else stride, padding, dilation, ceil_mode))
+    op = "max_pool2d_with_indices" if return_indices else "max_pool2d"
+    return _max_pool(op, input, kernel_size, stride, padding, dilation, ceil_mode)
 
 
 def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
     """The mean over each window (stride defaults to kernel_size)."""
-    return dispatch(OPS["aten::avg_pool2d"], (input, kernel_size, [] if stride is None else stride, padding,
-                                              ceil_mode, count_include_pad, divisor_override))
+    return _avg_pool("avg_pool2d", input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     """Average pooling to a fixed output size; a None entry keeps that input size."""
-    if not isinstance(output_size, int) and output_size is not None:
-        sizes = list(output_size)
-        if input.dim() <= len(sizes):
-            raise ValueError(f"Input dimension should be at least {len(sizes) + 1}")
-        output_size = [s if s is not None else d for s, d in zip(sizes, input.shape[-len(sizes):])]
-    return dispatch(OPS["aten::adaptive_avg_pool2d"], (input, output_size))
+    return dispatch(OPS["aten::adaptive_avg_pool2d"], (input, _with_defaults(output_size, input)))
 
 
 # -- 1-D pooling: the 2-D ops over height-1 images ------------------------------------------------

@@ -9,7 +9,7 @@ from ..._dispatch import dispatch
 from ..._tensor import Tensor
 from tscript_runtime.errors import OpRuntimeError
 from tscript_runtime.ops import OPS
-from .conv import _conv
+from .conv import _avg_pool, _conv, _max_pool, _with_defaults
 
 __all__ = ["conv3d", "conv_transpose1d", "conv_transpose3d", "max_pool3d", "max_pool3d_with_indices", "avg_pool3d",
            "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d", "adaptive_max_pool1d_with_indices",
@@ -43,37 +43,25 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
 def max_pool3d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                             ceil_mode: bool = False, return_indices: bool = True):
     """max_pool3d and the flat index (into each D*H*W input volume) of every maximum."""
-    return dispatch(OPS["aten::max_pool3d_with_indices"],
-                    (input, kernel_size, [] if stride is None else stride, padding, dilation, ceil_mode))
+    return _max_pool("max_pool3d_with_indices", input, kernel_size, stride, padding, dilation, ceil_mode)
 
 
 def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                return_indices: bool = False):
     """The maximum over each 3-D window (stride defaults to kernel_size); `(values, indices)` with
     return_indices=True."""
-    if return_indices:
-        return max_pool3d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
-    return dispatch(OPS["aten::max_pool3d"],
-                    (input, kernel_size, [] if stride is None else stride, padding, dilation, ceil_mode))
+    op = "max_pool3d_with_indices" if return_indices else "max_pool3d"
+    return _max_pool(op, input, kernel_size, stride, padding, dilation, ceil_mode)
 
 
 def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
     """The mean over each 3-D window (stride defaults to kernel_size)."""
-    return dispatch(OPS["aten::avg_pool3d"], (input, kernel_size, [] if stride is None else stride, padding,
-                                              ceil_mode, count_include_pad, divisor_override))
+    return _avg_pool("avg_pool3d", input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
 
 
 # -- adaptive pooling -----------------------------------------------------------------------------
-
-def _with_defaults(output_size, input: Tensor):
-    """An adaptive output size whose None entries keep the input's size (PyTorch's _list_with_default)."""
-    if isinstance(output_size, int) or output_size is None:
-        return output_size
-    sizes = list(output_size)
-    if input.dim() <= len(sizes):
-        raise ValueError(f"Input dimension should be at least {len(sizes) + 1}")
-    return [s if s is not None else d for s, d in zip(sizes, input.shape[-len(sizes):])]
 
 
 def adaptive_max_pool2d_with_indices(input: Tensor, output_size, return_indices: bool = False):

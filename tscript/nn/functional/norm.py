@@ -10,10 +10,14 @@ from .activation import _check_float
 __all__ = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm"]
 
 
+def _moments(input: Tensor, dims: tuple) -> tuple:
+    """The mean and the biased variance over `dims`, kept as size-1 dims."""
+    return input.mean(dims, keepdim=True), input.var(dims, correction=0, keepdim=True)
+
+
 def _normalize(input: Tensor, dims: tuple, eps: float) -> Tensor:
     """(x - mean) / sqrt(var + eps) over `dims`, with the biased variance."""
-    mean = input.mean(dims, keepdim=True)
-    var = input.var(dims, correction=0, keepdim=True)
+    mean, var = _moments(input, dims)
     return (input - mean) * (var + eps).rsqrt()
 
 
@@ -39,6 +43,13 @@ def _check_channels(channels: int, **tensors) -> None:
     for name, t in tensors.items():
         if t is not None and t.numel() != channels:
             raise RuntimeError(f"{name} should contain {channels} elements not {t.numel()}")
+
+
+def _with_running(input: Tensor, running_mean: Tensor, running_var: Tensor, weight: Tensor | None,
+                  bias: Tensor | None, shape, eps: float) -> Tensor:
+    """`input` normalized by the running statistics (per channel, broadcast to `shape`), then the affine map."""
+    out = (input - running_mean.reshape(shape)) * (running_var.reshape(shape) + eps).rsqrt()
+    return _affine(out, weight, bias, shape)
 
 
 def _update_running(running: Tensor, batch_value: Tensor, momentum: float) -> None:
@@ -67,11 +78,9 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         if running_mean is None or running_var is None:
             raise RuntimeError(f"running_{'mean' if running_mean is None else 'var'} must be defined in "
                                f"evaluation mode")
-        out = (input - running_mean.reshape(shape)) * (running_var.reshape(shape) + eps).rsqrt()
-        return _affine(out, weight, bias, shape)
+        return _with_running(input, running_mean, running_var, weight, bias, shape, eps)
     dims = (0,) + tuple(range(2, input.dim()))
-    mean = input.mean(dims, keepdim=True)
-    var = input.var(dims, correction=0, keepdim=True)
+    mean, var = _moments(input, dims)
     if running_mean is not None:
         _update_running(running_mean, mean, momentum)
     if running_var is not None:
@@ -108,11 +117,9 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var
     if not use_input_stats:
         if running_mean is None or running_var is None:
             raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
-        out = (input - running_mean.reshape(shape)) * (running_var.reshape(shape) + eps).rsqrt()
-        return _affine(out, weight, bias, shape)
+        return _with_running(input, running_mean, running_var, weight, bias, shape, eps)
     dims = tuple(range(2, input.dim()))
-    mean = input.mean(dims, keepdim=True)
-    var = input.var(dims, correction=0, keepdim=True)
+    mean, var = _moments(input, dims)
     if running_mean is not None:
         _update_running(running_mean, mean.mean(0), momentum)
     if running_var is not None:

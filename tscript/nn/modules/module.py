@@ -428,17 +428,31 @@ class Module:
                 check_device(a)
         if dtype is None:
             return self
-        if not dtype.is_floating_point:
-            raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}")
+        if not (dtype.is_floating_point or dtype.is_complex):
+            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                            f"dtype={dtype}")
+        # as PyTorch: complex tensors are converted too (to a real dtype they keep their real part)
+        return self._apply_to_tensors(lambda t: t.to(dtype) if t.is_floating_point() or t.is_complex() else t)
+
+    def _floats_to(self, dtype) -> "Module":
+        """Floating parameters and buffers converted to `dtype` (`half()`, `float()`, ...: complex ones stay)."""
         return self._apply_to_tensors(lambda t: t.to(dtype) if t.is_floating_point() else t)
 
     def float(self) -> "Module":
         from ..._dtype import float32
-        return self.to(float32)
+        return self._floats_to(float32)
 
     def double(self) -> "Module":
         from ..._dtype import float64
-        return self.to(float64)
+        return self._floats_to(float64)
+
+    def half(self) -> "Module":
+        from ..._dtype import float16
+        return self._floats_to(float16)
+
+    def bfloat16(self) -> "Module":
+        from ..._dtype import bfloat16
+        return self._floats_to(bfloat16)
 
     def cpu(self) -> "Module":
         return self

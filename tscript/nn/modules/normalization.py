@@ -25,10 +25,9 @@ def _reset_affine(module: Module) -> None:
         init.zeros_(module.bias)
 
 
-class _BatchNorm(Module):
-    """Batch normalization over dim 1; running statistics as buffers `running_mean`, `running_var`
-    and `num_batches_tracked` (momentum=None: cumulative average)."""
-    _ranks: tuple = ()
+class _NormBase(Module):
+    """What batch and instance norm layers share: per-channel affine parameters `weight` and `bias`,
+    and with `track_running_stats` the buffers `running_mean`, `running_var` and `num_batches_tracked`."""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
                  track_running_stats: bool = True, device=None, dtype=None, *, bias: bool = True):
@@ -55,6 +54,16 @@ class _BatchNorm(Module):
         self.reset_running_stats()
         _reset_affine(self)
 
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
+
+
+class _BatchNorm(_NormBase):
+    """Batch normalization over dim 1; running statistics as buffers `running_mean`, `running_var`
+    and `num_batches_tracked` (momentum=None: cumulative average)."""
+    _ranks: tuple = ()
+
     def _check_input_dim(self, input) -> None:
         if input.dim() not in self._ranks:
             ranks = " or ".join(f"{r}D" for r in self._ranks)
@@ -71,10 +80,6 @@ class _BatchNorm(Module):
         keep = not self.training or self.track_running_stats
         return F.batch_norm(input, self.running_mean if keep else None, self.running_var if keep else None,
                             self.weight, self.bias, use_batch_stats, factor, self.eps)
-
-    def extra_repr(self) -> str:
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
 
 class BatchNorm1d(_BatchNorm):
