@@ -4,6 +4,7 @@ lists, dicts and strings; and how each kind of value is measured (`len`), iterat
 from __future__ import annotations
 
 import numpy as np
+from tscript_runtime import dtypes as dt
 from tscript_runtime.ops import OPS
 
 from ..._tensor import Tensor
@@ -153,7 +154,9 @@ TENSOR_METHODS = {
     "size": _size, "dim": _dim, "ndimension": _dim,
     "numel": op_call("numel"), "nelement": op_call("numel"), "item": op_call("item"),
     "float": _convert_to(np.float32), "double": _convert_to(np.float64), "long": _convert_to(np.int64),
-    "int": _convert_to(np.int32), "bool": _convert_to(np.bool_),
+    "int": _convert_to(np.int32), "bool": _convert_to(np.bool_), "half": _convert_to(dt.float16),
+    "bfloat16": _convert_to(dt.bfloat16), "byte": _convert_to(dt.uint8), "char": _convert_to(dt.int8),
+    "short": _convert_to(dt.int16), "cfloat": _convert_to(dt.complex64), "cdouble": _convert_to(dt.complex128),
     "view_as": _like("view", "size"), "reshape_as": _like("reshape", "size"), "expand_as": _like("expand", "size"),
     "type_as": _like("to", "dtype"),
     "new_zeros": _new("zeros"), "new_ones": _new("ones"), "new_full": _new("full"), "new_empty": _new("empty"),
