@@ -17,7 +17,7 @@ import numpy as np
 from ..ir.graph import Graph, Value
 from ..ir.types import TensorType
 from ._require import require_onnx
-from .errors import OnnxExporterError, UnsupportedOperatorError
+from .errors import UnsupportedOperatorError
 from .export_context import ExportContext
 from .export_graph import optimize_for_export, source_graph, user_inputs
 from .export_rows import ROWS

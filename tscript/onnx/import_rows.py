@@ -15,7 +15,6 @@ import numpy as np
 
 from tscript_runtime import dtypes as dt
 
-from ..ir.graph import Value
 from .import_context import Dims, ImportContext, optional_input as _opt, require_inputs as _need
 from .import_lstm import lstm
 
