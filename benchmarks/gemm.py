@@ -18,7 +18,6 @@ the two halves of a product run at once) with that split and with every product 
 """
 import argparse
 import ctypes
-import os
 from dataclasses import replace
 
 import numpy as np
@@ -36,8 +35,7 @@ SHAPES = [  # (M, N, K, layout, what)
     (512, 49, 4608, "nn", "conv 3x3 512 -> 512 at 7x7"),
     (2048, 2048, 2048, "nn", "square"),
 ]
-THRESHOLD_SHAPES = [(64, 256, 64), (64, 256, 128), (128, 256, 128), (128, 512, 128), (128, 512, 256),
-                    (256, 512, 256)]
+THRESHOLD_SHAPES = [(65, 32, 64), (65, 64, 32), (65, 64, 64), (65, 128, 64), (65, 256, 64), (128, 256, 128)]
 _SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_int32, *[ctypes.c_int64] * 3, ctypes.c_void_p,
                               ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_float, ctypes.c_void_p,
                               ctypes.c_int64, ctypes.c_void_p)
@@ -148,12 +146,11 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.gemm", description=__doc__.splitlines()[0])
     parser.add_argument("--budget", type=float, default=1.0, help="seconds per case (default 1)")
     args = parser.parse_args(argv)
-    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
     print(f"numpy {np.__version__}, torch {torch.__version__ if torch else 'not installed'}; "
           "medians of interleaved samples")
     print(_table([(case, run_case(case, args.budget)) for case in cases()]))
     from tscript_runtime.native.library.packed_gemm import BLOCKING
-    print(f"\nsplit threshold (split_min = {BLOCKING.split_min / 2**20:.0f} Mi multiply-adds): two halves "
+    print(f"\nsplit threshold (split_min = {BLOCKING.split_min / 2**20:.2f} Mi multiply-adds): two halves "
           "at once vs one thread")
     print(report([(case, run_case(case, args.budget)) for case in threshold_cases()]))
 

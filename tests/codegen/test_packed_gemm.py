@@ -1,18 +1,19 @@
 """The packed GEMM of the kernel library (tscript_runtime/native/library/packed_gemm.py:
 `tscript_sgemm_f32`, CBLAS's row-major sgemm with alpha 1) against numpy: every remainder of its
 6 x 64 register tiles (16- and 8-float last vectors) and of its K, N and M blocks, a row-major B read
-in place and packed, all four transpose combinations, leading
-dimensions larger than the rows, beta 0 (C only written), 1 and others, an empty K, NaN and inf
-propagating as in BLAS, products big enough to run in two halves at once, and nothing written
-outside C's rows and columns nor outside `pack_bytes` of scratch."""
+in place and packed, all four transpose combinations, leading dimensions larger than the rows, beta
+0 (C only written), 1 and others, an empty K, NaN and inf propagating as in BLAS, products big enough
+to run in two halves at once, and nothing written outside C's rows and columns, into A or B, or
+outside `pack_bytes` of scratch."""
 import ctypes
+import re
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tscript_runtime.native import library
-from tscript_runtime.native.library.packed_gemm import BLOCKING, NAME, pack_bytes
+from tscript_runtime.native import library, target
+from tscript_runtime.native.library.packed_gemm import BLOCKING, NAME, define_sgemm, pack_bytes
 
 from tests.conftest import run_in_threads
 
@@ -71,11 +72,13 @@ def _case(sgemm, m, n, k, ta, tb, pad, beta, seed, offset=0):
     a, a_stored, fa = _operand(rng, m, k, ta, pad)
     b, b_stored, fb = _operand(rng, k, n, tb, pad)
     c, buf = _guarded(rng, m, n, fill=np.nan if beta == 0 else None)
-    before = buf.copy()
+    before, inputs = buf.copy(), (a_stored.copy(), b_stored.copy())
     want = _product(a, b) + (0 if beta == 0 else beta * c.astype(np.float64))
     _run(sgemm, a_stored, fa, b_stored, fb, c, beta, m, n, k, offset)
     np.testing.assert_allclose(c, want, rtol=1e-4, atol=2e-6 * max(k, 1))
     _check_guard(buf, before, m, n)
+    np.testing.assert_array_equal(a_stored, inputs[0])
+    np.testing.assert_array_equal(b_stored, inputs[1])
 
 
 sizes = st.one_of(st.integers(1, 300), st.sampled_from([1, 5, 6, 7, 15, 16, 17, 63, 64, 65, 255, 256, 257]))
@@ -168,16 +171,16 @@ def test_nan_and_inf_propagate_like_blas(sgemm, ta, tb):
 
 
 def test_halves_equal_separate_calls(sgemm):
-    """A product cut in two (by columns) gives bit for bit what two separate calls on its halves give:
-    the halves run the same code on disjoint columns."""
-    m, n, k = 64, 1000, 40
-    assert m * n * k >= BLOCKING.split_min > m * (n // 2 + 8) * k
+    """A product cut in two (by columns) gives bit for bit what separate calls on any two parts of its
+    columns give: a column's value does not depend on how the columns are cut into panels."""
+    m, n, k = 64, 100, 48
+    assert m * n * k >= BLOCKING.split_min > m * 63 * k
     rng = np.random.default_rng(7)
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
     whole, parts = np.empty((m, n), np.float32), np.empty((m, n), np.float32)
     _run(sgemm, a, NO_TRANS, b, NO_TRANS, whole, 0.0, m, n, k)
-    for lo, hi in ((0, 496), (496, n)):
+    for lo, hi in ((0, 37), (37, n)):
         bb = np.ascontiguousarray(b[:, lo:hi])
         part = np.empty((m, hi - lo), np.float32)
         _run(sgemm, a, NO_TRANS, bb, NO_TRANS, part, 0.0, m, hi - lo, k)
@@ -210,3 +213,23 @@ def test_declared_for_module_code():
     fn = library.declare(module, NAME)
     assert [str(t) for t in fn.function_type.args] == ["i32", "i32", "i64", "i64", "i64", "float*", "i64", "float*",
                                                         "i64", "float", "float*", "i64", "float*"]
+
+
+def test_inner_loop_is_zmm_fmas_with_broadcasts_and_no_spills():
+    """The 6 x 64 micro-kernel's K loop: 24 FMAs per step of K on zmm registers, A's values broadcast,
+    no accumulator spilled to the stack (checked where the CPU has AVX-512)."""
+    if "+avx512f" not in target.host()["features"]:
+        pytest.skip("no AVX-512 on this CPU")
+    from llvmlite import ir
+    module = ir.Module("packed_gemm_asm")
+    module.triple = target.host()["triple"]
+    define_sgemm(module)
+    asm = target.assembly(str(module))
+    kernel = asm[asm.index(f"{NAME}_kernel{BLOCKING.mr}x{BLOCKING.nv}:"):]
+    kernel = kernel[:kernel.index(".Lfunc_end")]
+    loops = [body for label, body in re.findall(r"^(\.LBB\w+):\n(.*?)^\s+j\w+\s+\1$", kernel, re.M | re.S)]
+    body = max(loops, key=lambda text: text.count("vfmadd231ps"))
+    fmas = re.findall(r"vfmadd231ps\s+(\S+), %zmm\d+, %zmm\d+", body)
+    assert len(fmas) == BLOCKING.mr * BLOCKING.nv * BLOCKING.unroll
+    assert body.count("vbroadcastss") + sum("{1to16}" in f for f in fmas) == BLOCKING.mr * BLOCKING.unroll
+    assert "rsp" not in body

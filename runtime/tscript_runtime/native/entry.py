@@ -221,8 +221,12 @@ def _conv_group(module, fn, b: ir.IRBuilder, dtype, small_m: int, slot: dict, ar
             b.call(library.declare(module, "tscript_gemm_nn_f32"), [w, col, out, o, length, k, k, length, length,
                                                                     has_bias])
         with theirs:
-            b.call(library.declare(module, "tscript_sgemm_f32"), [I32(NO_TRANS), I32(NO_TRANS), o, length, k, w, k, col,
-                                                                  length, beta, out, length, b.bitcast(pack, fty.as_pointer())])
+            if packed_gemm_here():
+                b.call(library.declare(module, "tscript_sgemm_f32"),
+                       [I32(NO_TRANS), I32(NO_TRANS), o, length, k, w, k, col, length, beta, out, length,
+                        b.bitcast(pack, fty.as_pointer())])
+            else:
+                b.call(gemm, blas)
 
 
 def _conv_transpose_function(module: ir.Module, dtype) -> ir.Function:
@@ -414,7 +418,7 @@ def _product_function(module: ir.Module, function: str, small_m: int, split_min:
                             _small_gemm(module, b, "tscript_gemm_nn_f32", ours, split_min)
                 with blas:
                     _blas_product(module, b, function, fty, [ta, tb, m, n, k, a, lda, bm, ldb, beta, c, ldc],
-                                  b.bitcast(pack, fty.as_pointer()))
+                                  b.bitcast(pack, fty.as_pointer()) if packed_gemm_here() else None)
     b.ret_void()
     return fn
 
@@ -502,6 +506,13 @@ def _gemm_part(module: ir.Module, name: str) -> ir.Function:
     b.call(library.declare(module, name), [a, bm, c, m, b.load(sizes), k, lda, ldb, ldc, b.trunc(accumulate, I1)])
     b.ret_void()
     return fn
+
+
+def packed_gemm_here() -> bool:
+    """Is the kernel library's packed GEMM the one for products of many rows on this CPU? It is tuned
+    for AVX-512 (32 vector registers; with 16 its tile spills): elsewhere OpenBLAS is."""
+    from .target import host
+    return "+avx512f" in host()["features"].split(",")
 
 
 def _suffix(dtype) -> str:

@@ -56,7 +56,7 @@ class Blocking:
     nc: int = 512
     unroll: int = 4
     in_place_rows: int = 128  # a row-major B is packed only under more rows than this
-    split_min: int = 1 << 21  # multiply-adds from which the two halves run at once (benchmarks/gemm.py)
+    split_min: int = 1 << 18  # multiply-adds from which the two halves run at once (benchmarks/gemm.py)
 
     def __post_init__(self):
         if self.nr & (self.nr - 1) or self.nc % self.nr or self.kc % self.unroll:
