@@ -617,3 +617,15 @@ def test_kernels_with_the_same_code_share_one_function():
     assert len(names) == 3 and len(set(names.values())) == 2, names  # tanh * 2 twice, sigmoid
     assert_close(cm(x, w).numpy(), fn(x, w).numpy(), rtol=1e-5, atol=1e-5)
     assert _entry_ran(cm), cm.explain()
+
+
+def test_transposed_convolutions_with_and_without_bias():
+    """A generator whose last transposed convolution has no bias (its bias pointer is null: never read)."""
+    rng = np.random.default_rng(7)
+    w1, w2 = (ts.from_numpy(rng.standard_normal(s).astype(np.float32)) for s in ((16, 8, 4, 4), (8, 3, 4, 4)))
+    b1 = ts.from_numpy(rng.standard_normal(8).astype(np.float32))
+    fn = lambda z: F.conv_transpose2d(F.conv_transpose2d(z, w1, b1).relu(), w2, None, stride=2, padding=1).tanh()  # noqa: E731
+    z = ts.from_numpy(rng.standard_normal((2, 16, 1, 1)).astype(np.float32))
+    cm = ts.jit.compile(fn, (z,))
+    assert_close(cm(z).numpy(), fn(z).numpy(), rtol=1e-5, atol=1e-5)
+    assert _entry_ran(cm), cm.explain()
