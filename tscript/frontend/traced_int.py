@@ -28,6 +28,10 @@ class TracedInt(int):
     def __repr__(self) -> str:
         return int.__repr__(self)
 
+    # Hashed by identity, like PyTorch's traced sizes (tensors): a cache keyed on shapes (einops'
+    # lru_cache) must not hand one trace's sizes to another trace or to eager code.
+    __hash__ = object.__hash__
+
 
 class TracedFloat(float):
     """A float with a recipe (see the module docstring)."""
@@ -39,6 +43,8 @@ class TracedFloat(float):
 
     def __repr__(self) -> str:
         return float.__repr__(self)
+
+    __hash__ = object.__hash__  # see TracedInt
 
 
 def traced(value, source: tuple):

@@ -45,7 +45,7 @@ class ModuleSugar(Sugared):
         return self.compiler.module_attribute(em, self, name, pos)
 
     def call(self, em, args, kwargs, pos):
-        if isinstance(self.module, containers()[1:]):
+        if isinstance(self.module, containers()[1:]) and not overrides_forward(self.module):
             raise em.error(f"{self.describe} is not callable; iterate over it or index it", pos)
         return self.compiler.call_method(em, self, "forward", type(self.module).forward, args, kwargs, pos)
 
@@ -218,6 +218,11 @@ def containers() -> tuple:
     """The container classes scripted code iterates and indexes."""
     from ...nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
     return Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict
+
+
+def overrides_forward(module) -> bool:
+    """Does a ModuleList/ModuleDict/Parameter* subclass define its own forward (then it is callable)?"""
+    return all(type(module).forward is not kind.forward for kind in containers()[1:])
 
 
 def is_container(module) -> bool:
