@@ -82,6 +82,8 @@ class EntryPoint:
         bound = list(inputs)
         for name in names[len(inputs):]:
             if name not in named and name not in self.defaults:
+                if named or self.defaults:  # (else the signature check says how many it expects)
+                    raise InputError(f"{self.name}(): missing input '{name}'")
                 break
             bound.append(named[name] if name in named else self.defaults[name])
         return bound

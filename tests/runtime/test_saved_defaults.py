@@ -37,8 +37,10 @@ def test_unknown_repeated_and_missing_inputs_are_refused(saved):
         model.run(x, scale=1.0)
     with pytest.raises(InputError, match="unexpected .* input 'x'"):
         model.run(x, x=x)
-    with pytest.raises(InputError, match="expects 3 inputs"):
+    with pytest.raises(InputError, match="missing input 'x'"):
         model.run()
+    with pytest.raises(InputError, match="missing input 'x'"):
+        model.run(n=2)
 
 
 def test_defaults_are_in_the_manifest_and_malformed_ones_are_a_model_error(saved):
