@@ -146,10 +146,17 @@ class _Emitter:
 
 
 def _index(b: ir.IRBuilder, index, d: dict, i):
-    """Element i of an int64 or int32 index (`index_bytes` in the plan says which), as i64."""
-    narrow = b.sext(b.load(b.gep(b.bitcast(index, I32.as_pointer()), [i])), I64)
-    wide = b.load(b.gep(b.bitcast(index, I64.as_pointer()), [i]))
-    return b.select(b.icmp_signed("==", d["index_bytes"], I64(8)), wide, narrow)
+    """Element i of an int64 or int32 index (`index_bytes` in the plan says which), as i64. Only the
+    load of the index's own width runs: the other could read past the end of an int32 index."""
+    with b.if_else(b.icmp_signed("==", d["index_bytes"], I64(8))) as (wide, narrow):
+        with wide:
+            long, long_block = b.load(b.gep(b.bitcast(index, I64.as_pointer()), [i])), b.block
+        with narrow:
+            int_, int_block = b.sext(b.load(b.gep(b.bitcast(index, I32.as_pointer()), [i])), I64), b.block
+    value = b.phi(I64)
+    value.add_incoming(long, long_block)
+    value.add_incoming(int_, int_block)
+    return value
 
 
 def _wrapped(b: ir.IRBuilder, picked, n):
