@@ -115,9 +115,11 @@ class GraphEntry:
             return None  # an index out of range: the executor raises the op's own error
         if plan.direct:
             return outs
-        sources = (outs, tensors, self._fixed_arrays())
+        sources = [outs, tensors, None]  # (the fixed arrays: gathered when an output is one of them)
         results = []
         for source, i, shape, strides, offset in plan.views:
+            if sources[source] is None:
+                sources[source] = self._fixed_arrays()
             a = sources[source][i]
             if source == OUT:
                 results.append(a if a.shape == shape and offset == 0 and strides is None
