@@ -184,11 +184,15 @@ def _read_entry_point(archive: Archive, name: str, entry: dict, params: dict) ->
                       stale, _defaults(archive, entry.get("defaults", {}), signature, where))
 
 
+def is_plain_default(value) -> bool:
+    """An argument default a manifest can hold: None, a bool, int, finite float or str."""
+    return value is None or type(value) in (bool, int, str) or type(value) is float and abs(value) < float("inf")
+
+
 def _defaults(archive: Archive, defaults, signature: Signature, where: str) -> dict:
     """Argument defaults: input names to None, bools, ints, finite floats or strings."""
     names = {n for n, _ in signature.inputs}
-    plain = (lambda v: v is None or type(v) in (bool, int, str) or type(v) is float and abs(v) < float("inf"))
-    if not isinstance(defaults, dict) or any(k not in names or not plain(v) for k, v in defaults.items()):
+    if not isinstance(defaults, dict) or any(k not in names or not is_plain_default(v) for k, v in defaults.items()):
         raise archive.error(f"{where}: 'defaults' must map input names to plain values")
     return defaults
 

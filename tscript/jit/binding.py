@@ -4,6 +4,8 @@ position or by parameter name, with the original's defaults filling the rest (`f
 targets=None)` is called `m(idx)`)."""
 from __future__ import annotations
 
+from tscript_runtime.model import is_plain_default
+
 from ..frontend.modules import ScriptFunction, ScriptModule
 
 
@@ -29,12 +31,9 @@ class Binder:
 
     def plain_defaults(self) -> dict:
         """The defaults a saved model can hold (None, bool, int, finite float, str)."""
-        return {k: v for k, v in self.defaults.items() if is_plain(v)}
+        return {k: v for k, v in self.defaults.items() if is_plain_default(v)}
 
 
-def is_plain(value) -> bool:
-    """A default a manifest can hold."""
-    return value is None or type(value) in (bool, int, str) or type(value) is float and abs(value) < float("inf")
 
 
 def binder_of(obj) -> Binder | None:

@@ -26,7 +26,7 @@ from tscript_runtime import dtypes as dt
 from tscript_runtime.archive import array_bytes, write_archive
 from tscript_runtime.errors import ModelError
 from tscript_runtime.executor import ArrayDomain, Program
-from tscript_runtime.model import FORMAT, VERSION, attribute_tree, read_saved_model
+from tscript_runtime.model import FORMAT, VERSION, attribute_tree, is_plain_default, read_saved_model
 from tscript_runtime.ops.random import default_generator
 from tscript_runtime.signature import DictSpec, ListSpec, ScalarSpec, Signature, TensorSpec, TupleSpec
 
@@ -37,7 +37,7 @@ from ..ir.passes.dce import eliminate_dead_code
 from ..ir.graph_json import graph_from_json, graph_to_json
 from ..ir.types import DictType, ListType, ModuleType, ScalarType, TensorType, TupleType, Type
 from ..frontend.modules import ScriptFunction, ScriptModule
-from .binding import Binder, binder_of, is_plain, with_binder
+from .binding import Binder, binder_of, with_binder
 from .compiled import CompiledModel, CompiledTrainingModel
 
 BATCH = "batch"
@@ -464,7 +464,7 @@ def _plain_defaults(obj) -> dict:
 
 def _saved_defaults(saved, manifest) -> dict:
     defaults = manifest["entry_points"]["forward"].get("defaults", {})
-    if not isinstance(defaults, dict) or not all(is_plain(v) for v in defaults.values()):
+    if not isinstance(defaults, dict) or not all(is_plain_default(v) for v in defaults.values()):
         raise ModelError(f"{saved.source}: entry point 'forward': malformed argument defaults")
     return defaults
 
