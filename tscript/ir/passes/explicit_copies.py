@@ -11,13 +11,14 @@ written in place are left alone (a copy would not see the writes).
 """
 from __future__ import annotations
 
+from tscript_runtime.entry_steps import ALIASES, OFFSET_VIEWS, STRIDED_VIEWS, VIEW_LISTS
+
 from ..graph import Graph, Node
 from .effects import mutated_values
 
 RESHAPES = {"aten::reshape", "aten::flatten"}
-REORDERING = {"aten::transpose", "aten::permute", "aten::t", "aten::expand", "aten::slice", "aten::narrow",
-              "aten::select", "prim::ListUnpack"}  # (ListUnpack: the pieces of a split, chunk or unbind)
-KEEPS_LAYOUT = {"aten::view", "aten::reshape", "aten::flatten", "aten::squeeze", "aten::unsqueeze", "aten::detach"}
+REORDERING = STRIDED_VIEWS | OFFSET_VIEWS  # and the pieces of VIEW_LISTS (taken apart by prim::ListUnpack)
+KEEPS_LAYOUT = ALIASES - {"aten::contiguous"}  # (contiguous of a reordered view is a copy: in order again)
 
 
 def make_copies_explicit(graph: Graph) -> bool:
@@ -41,5 +42,5 @@ def _reordered(v) -> bool:
         node = node.inputs[0].node
     if node is not None and node.kind == "prim::ListUnpack":
         node = node.inputs[0].node
-        return node is not None and node.kind in ("aten::split", "aten::chunk", "aten::unbind")
+        return node is not None and node.kind in VIEW_LISTS
     return node is not None and node.kind in REORDERING
