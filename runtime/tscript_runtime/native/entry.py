@@ -676,6 +676,7 @@ def _reduce_body(b: ir.IRBuilder, fn, dims, ptrs: list, fty) -> None:
                     with counted(b, fn, I64(0), inner, 1, "col") as i:
                         at = b.gep(dst, [i], inbounds=True)
                         b.store(b.fadd(b.load(at), b.load(b.gep(row, [i], inbounds=True))), at)
-                with counted(b, fn, I64(0), inner, 1, "scale") as i:
-                    at = b.gep(dst, [i], inbounds=True)
-                    b.store(b.fmul(b.load(at), scale), at)
+                with b.if_then(b.icmp_signed("!=", d["divisor"], I64(1))):  # a mean: one more pass
+                    with counted(b, fn, I64(0), inner, 1, "scale") as i:
+                        at = b.gep(dst, [i], inbounds=True)
+                        b.store(b.fmul(b.load(at), scale), at)
