@@ -73,6 +73,27 @@ graph(%x : Float(2, 3)):
     check_pass(canonicalize, text, text, changed=False)
 
 
+def test_identity_kept_for_a_view_made_by_a_rewrite_of_a_written_input():
+    """permute(permute(x)) becomes one new permute of x; x * 1 of that view must stay a copy, since x
+    is written in place afterwards (found by the random-graph property test)."""
+    g = parse_ir("""
+graph(%x : Float(1, 2, 3)):
+  %p : List[int] = prim::Constant[value=[0, 2, 1]]()
+  %a : Float(1, 3, 2) = aten::permute(%x, %p)
+  %q : List[int] = prim::Constant[value=[0, 1, 2]]()
+  %b : Float(1, 3, 2) = aten::permute(%a, %q)
+  %one : int = prim::Constant[value=1]()
+  %y : Float(1, 3, 2) = aten::mul(%b, %one)
+  %w : Float(1, 2, 3) = aten::add_(%x, %x, %one)
+  return (%y)
+""")
+    x = np.arange(6, dtype=np.float32).reshape(1, 2, 3)
+    want = run_graph(g, [x.copy()])
+    canonicalize(g)
+    assert any(n.kind == "aten::mul" for n in g.nodes), g
+    np.testing.assert_array_equal(run_graph(g, [x.copy()]), want)
+
+
 def test_x_minus_x_is_zeros_for_integers_only():
     check_pass(canonicalize, """
 graph(%x : Long(2, 3)):

@@ -28,7 +28,7 @@ from ..graph import Graph, Node, Value
 from ..types import ANY, TensorType
 from ..verify import assignable
 from .constant_propagation import constant_value
-from .effects import fresh_result, mutated_values
+from .effects import fresh_result, mutated_values, view_source
 
 MAX_CONSTANT_CHECK = 1 << 16  # elements of a tensor constant inspected for "all ones / all zeros"
 
@@ -54,8 +54,14 @@ class _Context:
         return value == number
 
     def may_alias_fresh(self, *values: Value) -> bool:
-        """May a fresh result be replaced by an alias of its input? Only if neither is written."""
-        return not any(v in self.mutated for v in values)
+        """May a fresh result be replaced by an alias of its input? Only if neither is written, nor
+        what they are views of (a view made by an earlier rewrite is not in `mutated`: its source is)."""
+        for v in values:
+            while v is not None:
+                if v in self.mutated:
+                    return False
+                v = view_source(v.node) if v.node is not None else None
+        return True
 
 
 # -- type facts -------------------------------------------------------------------------------------------
