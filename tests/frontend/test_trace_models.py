@@ -103,14 +103,18 @@ def test_check_trace_leaves_batchnorm_stats_as_one_forward_does():
 def test_lstm_model():
     traced, _ = trace_and_compare(LSTMTagger(), (ts.randn(2, 4, 5),), (ts.randn(6, 4, 5),), rtol=1e-4,
                                   atol=1e-5)
-    assert "aten::sigmoid" in kinds(traced.inlined_graph)
+    assert kinds(traced.inlined_graph).count("aten::_lstm_sequence") == 2  # one time loop per layer
 
 
-def test_lstm_trace_is_unrolled_for_its_sequence_length():
-    """The Python time loop is unrolled; another length is a clear error, never a wrong result."""
-    traced = ts.jit.trace(LSTMTagger(), ts.randn(2, 4, 5))
-    with pytest.raises(RuntimeError, match="expected 4 values but got 6"):
-        traced(ts.randn(2, 6, 5))
+def test_lstm_trace_runs_any_sequence_length():
+    """The time loop is one op (as PyTorch's aten::lstm), not unrolled: a trace taken at length 4
+    runs length 6 and 1 as eager does."""
+    model = LSTMTagger()
+    traced = ts.jit.trace(model, ts.randn(2, 4, 5))
+    with ts.no_grad():
+        for length in (6, 1):
+            x = ts.randn(2, length, 5)
+            assert_same(traced(x), model(x), 1e-5, 1e-6)
 
 
 class Block(nn.Module):

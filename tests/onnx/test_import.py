@@ -219,7 +219,7 @@ def _lstm_model(direction: str, layout: int, states: bool, opset: int = 14):
 
 @pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
 @pytest.mark.parametrize("states", [False, True], ids=["zero_states", "given_states"])
-def test_lstm_unrolls_to_onnx_runtimes_outputs(direction, states):
+def test_lstm_imports_with_onnx_runtimes_outputs(direction, states):
     m, inputs = _lstm_model(direction, 0, states)
     _check(m, *inputs.values(), atol=1e-5)
 

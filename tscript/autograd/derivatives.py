@@ -670,4 +670,4 @@ from . import derivatives_conv, derivatives_nn  # noqa: E402,F401  (rows of furt
 from . import derivatives_extra  # noqa: E402,F401
 from . import derivatives_padding, derivatives_windows  # noqa: E402,F401
 from . import derivatives_conv_nd, derivatives_sampling  # noqa: E402,F401
-from . import derivatives_complex  # noqa: E402,F401
+from . import derivatives_complex, derivatives_recurrent  # noqa: E402,F401

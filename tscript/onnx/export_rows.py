@@ -603,3 +603,6 @@ def _arange(ctx, node):
         start, end = None, start
     begin = ctx.scalar(0, dtype) if start is None else ctx.operand(start, dtype)
     return ctx.emit("Range", [begin, ctx.operand(end, dtype), ctx.operand(step, dtype)])
+
+
+from . import export_recurrent  # noqa: E402,F401  (rows of the recurrent sequence ops)

@@ -1,6 +1,6 @@
-"""The import row of ONNX `LSTM`: unrolled over the (static) sequence length into tscript ops, as
-tracing an `nn.LSTM` unrolls it. One matmul projects every time step's input at once; each step then
-adds the recurrent projection and applies the gates in ONNX's order (input, output, forget, cell):
+"""The import row of ONNX `LSTM`: per direction, one matmul projects every time step's input at once,
+then the time loop is one `_lstm_sequence` op (as tracing an `nn.LSTM` makes it), its gate rows
+reordered from ONNX's (input, output, forget, cell) to PyTorch's (input, forget, cell, output):
 
     i, o, f, g = sigmoid, sigmoid, sigmoid, tanh of the four quarters of x_t W^T + h R^T + Wb + Rb
     c = f * c + i * g;  h = o * tanh(c)
@@ -15,7 +15,7 @@ import numpy as np
 from .import_context import ImportContext, optional_input, require_inputs
 
 _DEFAULT_ACTIVATIONS = ["Sigmoid", "Tanh", "Tanh"]
-MAX_STEPS = 10_000  # as the script frontend's MAX_UNROLL
+_PYTORCH_ORDER = (0, 2, 3, 1)  # PyTorch's gate k (i, f, g, o) is ONNX's gate _PYTORCH_ORDER[k] (i, o, f, c)
 
 
 def lstm(ctx: ImportContext, node, attrs) -> list:
@@ -26,12 +26,7 @@ def lstm(ctx: ImportContext, node, attrs) -> list:
     x = ctx.tensor(node.input[0])
     if layout:
         x = ctx.emit("aten::transpose", x, 0, 1)  # sequence-major from here on
-    seq = ctx.shape(x)[0] if ctx.shape(x) is not None else None
-    if not isinstance(seq, int):
-        raise ctx.error("LSTM needs a static sequence length (the loop is unrolled at import)")
-    if seq > MAX_STEPS:
-        raise ctx.error(f"LSTM over {seq} time steps (unrolled at import: at most {MAX_STEPS})")
-    _check_lengths(ctx, node, seq)
+    _check_lengths(ctx, node, ctx.shape(x)[0] if ctx.shape(x) is not None else None)
     directions = {"forward": [False], "reverse": [True], "bidirectional": [False, True]}.get(
         attrs.get("direction", "forward"))
     if directions is None:
@@ -40,7 +35,7 @@ def lstm(ctx: ImportContext, node, attrs) -> list:
     if not isinstance(hidden, int) or hidden <= 0:
         raise ctx.error("LSTM needs a positive hidden_size")
     states = [_states(ctx, node, i, layout) for i in (5, 6)]
-    runs = [_direction(ctx, node, x, states, d, reverse, seq, hidden) for d, reverse in enumerate(directions)]
+    runs = [_direction(ctx, node, x, states, d, reverse, hidden) for d, reverse in enumerate(directions)]
     y = ctx.emit("aten::stack", [ys for ys, _, _ in runs], 1)                       # seq, dirs, batch, H
     h = ctx.emit("aten::stack", [hn for _, hn, _ in runs], 0)                       # dirs, batch, H
     c = ctx.emit("aten::stack", [cn for _, _, cn in runs], 0)
@@ -60,12 +55,12 @@ def _refuse_options(ctx, node, attrs) -> None:
         raise ctx.error(f"LSTM activations {activations} (only Sigmoid, Tanh, Tanh are supported)")
 
 
-def _check_lengths(ctx, node, seq: int) -> None:
+def _check_lengths(ctx, node, seq) -> None:
     name = optional_input(node, 4)
     if name is None:
         return
     lengths = ctx.array(name)
-    if lengths is None or np.any(lengths != seq):
+    if lengths is None or not isinstance(seq, int) or np.any(lengths != seq):
         raise ctx.error("LSTM sequence_lens must be absent or all equal to the sequence length")
 
 
@@ -78,24 +73,21 @@ def _states(ctx, node, index: int, layout: int):
     return ctx.emit("aten::transpose", state, 0, 1) if layout else state
 
 
-def _direction(ctx, node, x, states: list, d: int, reverse: bool, seq: int, hidden: int) -> tuple:
-    """(outputs stacked over time, last h, last c) of direction `d`."""
-    w = ctx.emit("aten::select", ctx.tensor(node.input[1]), 0, d)
-    r = ctx.emit("aten::select", ctx.tensor(node.input[2]), 0, d)
-    bias = None
+def _direction(ctx, node, x, states: list, d: int, reverse: bool, hidden: int) -> tuple:
+    """(outputs stacked over time, last h, last c) of direction `d`: the input projection of every
+    step, then the time loop as one `_lstm_sequence` (gate rows reordered to PyTorch's i, f, g, o)."""
+    rows = np.concatenate([np.arange(g * hidden, (g + 1) * hidden) for g in _PYTORCH_ORDER])
+
+    def gate_rows(name: str, start: int = 0):
+        picked = ctx.emit("aten::select", ctx.tensor(name), 0, d)
+        if start:
+            picked = ctx.emit("aten::slice", picked, 0, start, start + 4 * hidden)
+        return ctx.emit("aten::index_select", picked, 0, rows)
+    bias_x = bias_h = None
     if optional_input(node, 3) is not None:
-        b = ctx.emit("aten::select", ctx.tensor(node.input[3]), 0, d)
-        bias = ctx.emit("aten::add", ctx.emit("aten::slice", b, 0, 0, 4 * hidden),
-                        ctx.emit("aten::slice", b, 0, 4 * hidden, 8 * hidden))
-    steps = ctx.unpack(ctx.emit("aten::unbind", ctx.emit("aten::linear", x, w, bias), 0), seq)
+        bias_x, bias_h = gate_rows(node.input[3]), gate_rows(node.input[3], 4 * hidden)
+    gates = ctx.emit("aten::linear", x, gate_rows(node.input[1]), bias_x)
     h, c = (ctx.emit("aten::select", s, 0, d) if s is not None else
             ctx.emit("aten::full", [ctx.size(x, 1), hidden], 0.0, dtype=ctx.dtype(x)) for s in states)
-    outputs = [None] * seq
-    for t in (reversed(range(seq)) if reverse else range(seq)):
-        gates = ctx.emit("aten::add", steps[t], ctx.emit("aten::linear", h, r, None))
-        i, o, f, g = ctx.unpack(ctx.emit("aten::chunk", gates, 4, -1), 4)
-        c = ctx.emit("aten::add", ctx.emit("aten::mul", ctx.emit("aten::sigmoid", f), c),
-                     ctx.emit("aten::mul", ctx.emit("aten::sigmoid", i), ctx.emit("aten::tanh", g)))
-        h = ctx.emit("aten::mul", ctx.emit("aten::sigmoid", o), ctx.emit("aten::tanh", c))
-        outputs[t] = h
-    return ctx.emit("aten::stack", outputs, 0), h, c
+    hs, c = ctx.emit("aten::_lstm_sequence", gates, h, c, gate_rows(node.input[2]), bias_h, reverse)
+    return hs, ctx.emit("aten::select", hs, 0, 0 if reverse else -1), c

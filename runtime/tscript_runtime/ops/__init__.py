@@ -4,7 +4,7 @@ from . import (conv, creation, elementwise, indexing, joining, linalg, movement,
                nn, reductions, scalar, sorting)
 from . import padding, windows  # noqa: F401 (registering)
 from . import adaptive_pool, conv_nd, sampling  # noqa: F401 (registering)
-from . import complex  # noqa: F401 (registering)
+from . import complex, recurrent  # noqa: F401 (registering)
 from . import extra_math, extra_movement, extra_random, extra_sorting  # noqa: F401 (registering)
 from .facts import FACTS, NO_FACTS, OpFacts, Pointwise
 from .registry import OPS, OpDef, TensorMeta, get, register

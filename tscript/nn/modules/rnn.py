@@ -2,7 +2,9 @@
 order (LSTM i, f, g, o; GRU r, z, n), initialisation, defaults and argument checks.
 
 One direction of one layer runs as: the input projection `x W_ih^T + b_ih` of every timestep in one
-matmul, then a Python loop over the timesteps where each step is a few whole-batch tensor ops."""
+matmul, then the time loop as one op (`_lstm_sequence`, `_gru_sequence`, `_rnn_sequence`: a loop in
+native code when compiled); an LSTM with projections loops over the timesteps in Python, each step a
+few whole-batch tensor ops."""
 from __future__ import annotations
 
 import math
@@ -12,7 +14,10 @@ from typing import Optional, Tuple
 
 import tscript as torch
 
+from tscript_runtime.ops import OPS
+
 from ..._creation import empty
+from ..._dispatch import dispatch
 from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
@@ -51,6 +56,27 @@ def _gru_step(x_gates, state, w_hh, b_hh):
     return ((h - n) * z + n,)
 
 
+def _lstm_sequence(x_gates, state, w_hh, b_hh, reverse):
+    hs, c = dispatch(OPS["aten::_lstm_sequence"], (x_gates, state[0], state[1], w_hh, b_hh, reverse))
+    return hs, (hs[0 if reverse else -1], c)
+
+
+def _gru_sequence(x_gates, state, w_hh, b_hh, reverse):
+    hs = dispatch(OPS["aten::_gru_sequence"], (x_gates, state[0], w_hh, b_hh, reverse))
+    return hs, (hs[0 if reverse else -1],)
+
+
+def _rnn_sequence(relu: bool):
+    def run(x_gates, state, w_hh, b_hh, reverse):
+        hs = dispatch(OPS["aten::_rnn_sequence"], (x_gates, state[0], w_hh, b_hh, relu, reverse))
+        return hs, (hs[0 if reverse else -1],)
+    return run
+
+
+# A whole direction's time loop as one op (tscript_runtime/ops/recurrent.py): the output of every step
+# and the final state (LSTMs with projections run `_run_direction`'s steps instead).
+_SEQUENCES = {"LSTM": _lstm_sequence, "GRU": _gru_sequence, "RNN_TANH": _rnn_sequence(False),
+              "RNN_RELU": _rnn_sequence(True)}
 _STEPS = {"RNN_TANH": _tanh_step, "RNN_RELU": _relu_step, "LSTM": _lstm_step, "GRU": _gru_step}
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
@@ -224,9 +250,11 @@ class RNNBase(Module):
             outputs = []
             for direction in range(directions):
                 w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, direction)
-                x_gates = F.linear(x, w_ih, b_ih).unbind(0)
-                out, final = _run_direction(step, x_gates, starts[layer * directions + direction],
-                                            w_hh, b_hh, w_hr, reverse=direction == 1)
+                x_gates, start = F.linear(x, w_ih, b_ih), starts[layer * directions + direction]
+                if w_hr is None:
+                    out, final = _SEQUENCES[self.mode](x_gates, start, w_hh, b_hh, direction == 1)
+                else:
+                    out, final = _run_direction(step, x_gates.unbind(0), start, w_hh, b_hh, w_hr, direction == 1)
                 outputs.append(out)
                 finals.append(final)
             x = outputs[0] if directions == 1 else torch.cat(outputs, 2)
