@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .entry_steps import (ALIASES, CONTAINERS, CONVS, FLOAT_SUFFIX, GEMM_DTYPES, GEMMS, OFFSET_VIEWS, PLANNED_PRIMS,
-                          POOLS, SHAPE_READS, STEP_KINDS, STRIDED_VIEWS, VIEW_LISTS, WINDOW_ARITY, CatStep, GatherStep,
-                          GemmStep, KernelStep, NotLowerable, ReduceStep, Root, ScatterStep, WindowStep, scalar_op,
+                          POOLS, RECURRENT, SHAPE_READS, STEP_KINDS, STRIDED_VIEWS, VIEW_LISTS, WINDOW_ARITY, CatStep, GatherStep,
+                          FillStep, GemmStep, KernelStep, NotLowerable, RecurrentStep, ReduceStep, Root, ScatterStep, WindowStep, scalar_op,
                           tensor_type)
 from .graph_json import TensorRef, decode_attr
 
@@ -94,6 +94,12 @@ class EntryLayout:
                 self._scatter(index, node, outs[0])
             elif step.template == "reduce":
                 self._reduce(index, node, outs[0])
+            elif step.template == "fill":
+                self._tensor_out(node, outs[0])
+                self._new_root(outs[0], 0)
+                self.steps.append(FillStep(index, kind, outs[0]))
+            elif step.template == "recurrent":
+                self._recurrent(index, node, outs, step)
             else:
                 self._window(index, node, outs[0], step)
         elif kind == "prim::GetAttr":
@@ -238,6 +244,25 @@ class EntryLayout:
         self._tensor_out(node, out)
         self._new_root(out, 0)
         self.steps.append(ReduceStep(index, source, out, suffix))
+
+    def _recurrent(self, index: int, node: dict, outs: list, step) -> None:
+        cell, ins = RECURRENT[node["kind"]], node["inputs"]
+        states = 2 if cell == "lstm" else 1
+        if len(ins) < 3 + states or len(outs) != (2 if cell == "lstm" else 1):
+            raise NotLowerable(f"{node['kind']} with {len(ins)} inputs")
+        gates, weight, bias = ins[0], ins[1 + states], ins[2 + states]
+        tensors = [gates, weight, *ins[1:1 + states]]
+        if any(self.kinds.get(v) != "tensor" for v in tensors):
+            raise NotLowerable(f"{node['kind']} of values that are not tensors")
+        function = GEMM_DTYPES.get(tensor_type(node["outputs"][0].get("type", ""))[1])
+        if function is None:
+            raise NotLowerable(f"{node['kind']} of dtype {node['outputs'][0].get('type')} (BLAS has float32/64)")
+        for o in outs:
+            self._tensor_out(node, o)
+            self._new_root(o, 0)
+        self.steps.append(RecurrentStep(index, cell, gates, ins[1], ins[2] if cell == "lstm" else None, weight,
+                                        bias if self.kinds.get(bias) == "tensor" else None, outs[0],
+                                        outs[1] if cell == "lstm" else None, function, step.split_min))
 
     def _view(self, node: dict, out: str, source: str, moves_start: bool) -> None:
         """`out` is a view of tensor `source`: same root; it starts where `source` does, or, for a view

@@ -12,8 +12,9 @@ import numpy as np
 from .arena import place
 from .entry_layout import EntryLayout
 from .entry_steps import (ALIASES, AVG_POOLS, CONVS, GEMMS, GEMM_DTYPES, GEMM_SLOTS, MAX_BATCH_RANK, NO_TRANS,
-                          OFFSET_VIEWS, SHAPE_READS, SPLIT_COLUMNS, STRIDED_VIEWS, TRANS, VIEW_LISTS, CatStep,
-                          GatherStep, GemmStep, KernelStep, ReduceStep, ScatterStep, WindowStep, window_slots)
+                          OFFSET_VIEWS, RECURRENT_SLOTS, SHAPE_READS, SPLIT_COLUMNS, STRIDED_VIEWS, TRANS, VIEW_LISTS,
+                          CatStep, FILLS, FILL_SLOTS, FillStep, GatherStep, GemmStep, KernelStep, RecurrentStep, ReduceStep, ScatterStep,
+                          WindowStep, window_slots)
 from .graph_json import TensorRef, decode_attr
 from .ops import OPS
 from .ops.reductions import reduce_dims
@@ -106,7 +107,9 @@ def _evaluate(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> 
             value = _op_value(OPS[kind], [_meta(env[v]) for v in node["inputs"]])
             if isinstance(value, TensorMeta):
                 value = _dataless(value.shape, value.dtype)
-        if len(outs) == 1:
+            elif isinstance(value, tuple) and value and all(isinstance(m, TensorMeta) for m in value):
+                value = tuple(_dataless(m.shape, m.dtype) for m in value)
+        if len(outs) == 1 and kind != "prim::ListUnpack":
             env[outs[0]] = value
         else:
             env.update(zip(outs, value))
@@ -198,6 +201,35 @@ def _plan_gemm(step: GemmStep, node: dict, env: dict, ints) -> None:
               *[s for x in (a.strides[:-2], b.strides[:-2], c_strides) for s in (0,) * pad + tuple(x)],
               _pack_bytes(m, n, k) if _packed(step, trans_a, m, n, k) else 0]
     ints[step.dims:step.dims + len(GEMM_SLOTS)] = values
+
+
+def _plan_recurrent(step: RecurrentStep, node: dict, env: dict, ints) -> None:
+    """The loop's sizes and flags, and its scratch's bytes; every operand C-contiguous and of the gates'
+    dtype (the op's rules checked their shapes). A float32 step splits over two threads when its
+    product is big enough and each thread gets a block of units."""
+    from .native.recurrent import UNITS, scratch_bytes
+    gates = env[step.gates]
+    steps, batch, width = gates.shape
+    hidden = env[step.weight].shape[1]
+    if any(not t.flags.c_contiguous or t.dtype != gates.dtype for t in (env[v] for v in step.values())):
+        raise Unplannable(f"{node['kind']} of a strided operand or mixed dtypes")
+    relu = bool(env[node["inputs"][4]]) if step.cell == "rnn" else False
+    split = gates.dtype == np.float32 and batch * width * hidden >= step.split_min and hidden >= 2 * UNITS
+    ints[step.dims:step.dims + len(RECURRENT_SLOTS)] = [
+        steps, batch, hidden, int(relu), int(bool(env[node["inputs"][-1]])), int(split),
+        scratch_bytes(batch, hidden, step.cell, gates.itemsize)]
+
+
+def _plan_fill(step: FillStep, node: dict, env: dict, ints) -> None:
+    """The element count, size and bit pattern of the value (cast to the output's dtype as the op does)."""
+    out, value = env[step.out], FILLS[step.kind]
+    if isinstance(value, tuple):
+        value = env[node["inputs"][value[1]]]
+    if out.dtype.itemsize not in (1, 2, 4, 8) or not isinstance(value, (bool, int, float)):
+        raise Unplannable(f"{step.kind} of dtype {out.dtype} or value {value!r}")
+    item = np.array(value).astype(out.dtype)
+    ints[step.dims:step.dims + len(FILL_SLOTS)] = [out.size, out.dtype.itemsize,
+                                                   int.from_bytes(item.tobytes(), "little", signed=True)]
 
 
 def _pack_bytes(m: int, n: int, k: int) -> int:
@@ -396,7 +428,8 @@ def _plan_reduce(step: ReduceStep, node: dict, env: dict, ints) -> None:
 
 # step type -> its call plan
 _PLANNERS = {GemmStep: _plan_gemm, WindowStep: _plan_window, CatStep: _plan_cat, GatherStep: _plan_gather,
-             ScatterStep: _plan_scatter, ReduceStep: _plan_reduce}
+             ScatterStep: _plan_scatter, ReduceStep: _plan_reduce, RecurrentStep: _plan_recurrent,
+             FillStep: _plan_fill}
 
 
 def _nbytes(meta) -> int:
@@ -408,6 +441,8 @@ def _scratch_slots(step) -> list:
     the step: while planning they hold the bytes needed, then the arena offset."""
     if isinstance(step, GemmStep):
         return [step.dims + GEMM_SLOTS.index("pack")]
+    if isinstance(step, RecurrentStep):
+        return [step.dims + RECURRENT_SLOTS.index("scratch")]
     if isinstance(step, WindowStep) and step.kind in CONVS:
         names = window_slots(step.kind)
         return [step.dims + names.index(n) for n in ("scratch", "pack") if n in names]

@@ -48,7 +48,13 @@ GEMMS = {
 CONVS = {"aten::conv2d": "tscript_conv2d", "aten::conv_transpose2d": "tscript_conv_transpose2d"}
 AVG_POOLS = {"aten::avg_pool2d": "tscript_avg_pool2d", "aten::adaptive_avg_pool2d": "tscript_avg_pool2d"}
 POOLS = {"aten::max_pool2d": "tscript_max_pool2d", **AVG_POOLS}
-STEP_KINDS = {"kernel": set(GROUPS), "gemm": set(GEMMS), "conv2d": {"aten::conv2d"},
+# Recurrent time loops (ops/recurrent.py): the cell each one runs.
+RECURRENT = {"aten::_lstm_sequence": "lstm", "aten::_gru_sequence": "gru", "aten::_rnn_sequence": "rnn"}
+# Tensors of one value (their sizes may be known only per call): the value, or the input holding it.
+FILLS = {"aten::zeros": 0, "aten::ones": 1, "aten::empty": 0, "aten::zeros_like": 0, "aten::ones_like": 1,
+         "aten::empty_like": 0, "aten::full": ("input", 1), "aten::full_like": ("input", 1)}
+FILL_SLOTS = ("count", "item_bytes", "pattern")  # elements, bytes each, the value's bits (as a little-endian int)
+STEP_KINDS = {"fill": set(FILLS), "recurrent": set(RECURRENT), "kernel": set(GROUPS), "gemm": set(GEMMS), "conv2d": {"aten::conv2d"},
               "conv_transpose2d": {"aten::conv_transpose2d"}, "max_pool2d": {"aten::max_pool2d"},
               "avg_pool2d": set(AVG_POOLS), "cat": {"aten::cat", "aten::stack"},
               "gather": {"aten::index_select", "aten::gather"}, "scatter": {"aten::scatter_add", "aten::index_put"},
@@ -79,6 +85,9 @@ BATCH_SLOTS = ("count", *(f"size{d}" for d in range(MAX_BATCH_RANK)),
                *(f"{x}_stride{d}" for x in "abc" for d in range(MAX_BATCH_RANK)))
 GEMM_SLOTS = ("trans_a", "trans_b", "M", "N", "K", "lda", "ldb", "ldc", "bias_row_stride") + BATCH_SLOTS + ("pack",)
 # (pack: the arena offset of the packed GEMM's scratch; while planning, the bytes it needs)
+# A recurrent time loop: steps, batch, hidden size, relu (the RNN's nonlinearity), reverse, whether each
+# step splits over two threads, and the arena offset of its scratch (native/recurrent.py).
+RECURRENT_SLOTS = ("T", "B", "H", "relu", "reverse", "split", "scratch")
 NO_TRANS, TRANS = 111, 112  # CBLAS_TRANSPOSE
 SPLIT_COLUMNS = 32  # a split library GEMM's halves start at a multiple of this many columns
 GEMM_DTYPES = {dt.float32: "cblas_sgemm", dt.float64: "cblas_dgemm"}
@@ -244,6 +253,49 @@ class ReduceStep:
 
     def values(self) -> list:
         return [self.out, self.source]
+
+
+@dataclass
+class RecurrentStep:
+    """A time loop (`_lstm_sequence`, `_gru_sequence`, `_rnn_sequence`): per step, the recurrent GEMM into
+    scratch, then the cell over the batch, writing the step's h into `hs` (and the LSTM's c into `c`)."""
+    node: int
+    cell: str                # lstm, gru or rnn
+    gates: str
+    h0: str
+    c0: str | None
+    weight: str
+    bias: str | None
+    hs: str
+    c: str | None
+    function: str            # cblas_sgemm / cblas_dgemm
+    split_min: int           # multiply-adds of a step's product from which it splits over two threads
+    dims: int = 0            # plan slot of RECURRENT_SLOTS
+    n_slots = len(RECURRENT_SLOTS)
+
+    @property
+    def outputs(self) -> list:
+        return [self.hs] + ([self.c] if self.c else [])
+
+    def values(self) -> list:
+        return [v for v in (self.hs, self.c, self.gates, self.h0, self.c0, self.weight, self.bias) if v is not None]
+
+
+@dataclass
+class FillStep:
+    """A tensor of one value (FILL_SLOTS)."""
+    node: int
+    kind: str
+    out: str
+    dims: int = 0
+    n_slots = len(FILL_SLOTS)
+
+    @property
+    def outputs(self) -> list:
+        return [self.out]
+
+    def values(self) -> list:
+        return [self.out]
 
 
 @dataclass

@@ -224,5 +224,24 @@ SAMPLES.update({
     "aten::polar": [(F, F[::-1]), (D[0], D[1])], "aten::complex": [(F, ROW), (D, D)],
 })
 
+_T, _B, _H = 3, 2, 4  # recurrent time loops (ops/recurrent.py): gates, states, weights; backward: grads, hs
+_G = {"lstm": 4, "gru": 3, "rnn": 1}
+_S = {k: (_wave(_T * _B * g * _H, _T, _B, g * _H), _wave(_B * _H, _B, _H, step=0.7),
+          _wave(g * _H * _H, g * _H, _H, step=0.3) * 0.5, _wave(g * _H, g * _H, step=0.9)) for k, g in _G.items()}
+_HS = _wave(_T * _B * _H, _T, _B, _H, step=0.4)
+SAMPLES.update({
+    "aten::_lstm_sequence": [(_S["lstm"][0], _S["lstm"][1], _S["lstm"][1] * 2, _S["lstm"][2], _S["lstm"][3], True),
+                             (_S["lstm"][0], _S["lstm"][1], _S["lstm"][1], _S["lstm"][2], None)],
+    "aten::_gru_sequence": [(_S["gru"][0], _S["gru"][1], _S["gru"][2], _S["gru"][3], True),
+                            (_S["gru"][0].astype(np.float64), _S["gru"][1].astype(np.float64),
+                             _S["gru"][2].astype(np.float64))],
+    "aten::_rnn_sequence": [(_S["rnn"][0], _S["rnn"][1], _S["rnn"][2], _S["rnn"][3], True, True),
+                            (_S["rnn"][0], _S["rnn"][1], _S["rnn"][2])],
+    "aten::_lstm_sequence_backward": [(_HS, _S["lstm"][1], *_S["lstm"][:2], _S["lstm"][1], *_S["lstm"][2:], _HS, r)
+                                      for r in (False, True)],
+    "aten::_gru_sequence_backward": [(_HS, *_S["gru"][:2], *_S["gru"][2:], _HS, r) for r in (False, True)],
+    "aten::_rnn_sequence_backward": [(_HS, np.tanh(_HS), _S["rnn"][2], r, not r) for r in (False, True)],
+})
+
 # Ops that return Python values or write into their first argument: no TensorMeta to compare.
 NOT_TENSOR_VALUED = {"aten::size"}

@@ -84,7 +84,9 @@ def _steps(graph: Graph) -> tuple:
         template = TEMPLATE_OF_KIND.get(node.kind)
         if node.blocks:
             return None, f"{_where(node, index)}: control flow (blocks) does not lower"
-        if template == "gemm":
+        if template == "recurrent":
+            steps.append({"node": index, "template": template, "split_min": GEMM_SPLIT_MIN})
+        elif template == "gemm":
             steps.append({"node": index, "template": template, "small_m": SMALL_M, "split_min": GEMM_SPLIT_MIN})
         elif template == "conv2d":
             steps.append({"node": index, "template": template, "small_m": SMALL_M})

@@ -8,10 +8,12 @@ import numpy as np
 from llvmlite import ir
 
 from ..entry_layout import EntryLayout
-from ..entry_steps import (AVG_POOLS, AVG_SLOTS, CONVS, CONVT_SLOTS, CONV_SLOTS, GATHER_SLOTS, GEMM_SLOTS,
-                           MAX_BATCH_RANK, NO_TRANS, REDUCE_SLOTS, SPLIT_COLUMNS, TRANS, CatStep, GatherStep,
-                           GemmStep, KernelStep, ReduceStep, ScatterStep, WindowStep)
+from ..entry_steps import (AVG_POOLS, AVG_SLOTS, CONVS, CONVT_SLOTS, CONV_SLOTS, FILL_SLOTS, GATHER_SLOTS,
+                           GEMM_SLOTS, MAX_BATCH_RANK, NO_TRANS, RECURRENT_SLOTS, REDUCE_SLOTS, SPLIT_COLUMNS, TRANS,
+                           CatStep, FillStep, GatherStep, GemmStep, KernelStep, RecurrentStep, ReduceStep,
+                           ScatterStep, WindowStep)
 from . import library
+from .recurrent import recurrent_function
 from .library.loops import carried, counted
 
 I1, I8, I32, I64, F64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.DoubleType()
@@ -36,7 +38,8 @@ def build_entry(module: ir.Module, layout: EntryLayout, name: str, kernels: dict
     emit = _Emitter(module, fn, b, layout, bases_p, plan_p, scalars_p,
                     [b.alloca(I8P, I64(width)) for _ in range(2)], kernels)
     templates = {KernelStep: emit.kernel, GemmStep: emit.gemm, WindowStep: emit.window, CatStep: emit.cat,
-                 GatherStep: emit.gather, ScatterStep: emit.scatter, ReduceStep: emit.reduce}
+                 GatherStep: emit.gather, ScatterStep: emit.scatter, ReduceStep: emit.reduce,
+                 RecurrentStep: emit.recurrent, FillStep: emit.fill}
     for number, step in enumerate(layout.steps):
         emit.number = number
         templates[type(step)](step)
@@ -94,6 +97,20 @@ class _Emitter:
         b.call(fn, [b.gep(self.plan_p, [I64(step.dims)]), self.pointer(step.a), self.pointer(step.b),
                     self.pointer(step.out), bias, pack])
 
+
+    def fill(self, step: FillStep) -> None:
+        b = self.b
+        b.call(_helper(self.module, "tscript_fill", 1, _fill_body),
+               [b.gep(self.plan_p, [I64(step.dims)]), self.pointer(step.out)])
+
+    def recurrent(self, step: RecurrentStep) -> None:
+        b = self.b
+        fn = recurrent_function(self.module, step.cell, FLOATS[step.function])
+        scratch = b.gep(b.load(self.bases_p), [self.plan(step.dims + RECURRENT_SLOTS.index("scratch"))])
+        null = ir.Constant(I8P, None)
+        pointers = [self.pointer(v) if v is not None else null
+                    for v in (step.gates, step.h0, step.c0, step.weight, step.bias, step.hs, step.c)]
+        b.call(fn, [b.gep(self.plan_p, [I64(step.dims)]), *pointers, scratch])
 
     def cat(self, step: CatStep) -> None:
         b = self.b
@@ -680,3 +697,21 @@ def _reduce_body(b: ir.IRBuilder, fn, dims, ptrs: list, fty) -> None:
                     with counted(b, fn, I64(0), inner, 1, "scale") as i:
                         at = b.gep(dst, [i], inbounds=True)
                         b.store(b.fmul(b.load(at), scale), at)
+
+
+def _fill_body(b: ir.IRBuilder, fn, dims, ptrs) -> None:
+    """count elements of item_bytes each set to the pattern's low bytes (FILL_SLOTS); zeros by memset."""
+    d = _slots(b, dims, FILL_SLOTS)
+    out, = ptrs
+    with b.if_else(b.icmp_signed("==", d["pattern"], I64(0))) as (zero, other):
+        with zero:
+            memset = fn.module.declare_intrinsic("llvm.memset", [I8P, I64])
+            b.call(memset, [out, I8(0), b.mul(d["count"], d["item_bytes"]), I1(0)])
+        with other:
+            for width in (1, 2, 4, 8):
+                ty = ir.IntType(8 * width)
+                with b.if_then(b.icmp_signed("==", d["item_bytes"], I64(width))):
+                    value = b.trunc(d["pattern"], ty) if width < 8 else d["pattern"]
+                    target = b.bitcast(out, ty.as_pointer())
+                    with counted(b, fn, I64(0), d["count"], 1, f"fill{width}") as i:
+                        b.store(value, b.gep(target, [i], inbounds=True))

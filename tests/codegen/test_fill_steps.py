@@ -1,0 +1,34 @@
+"""Tensors of one value whose sizes come from a dynamic dim (zeros, ones, full, *_like) as whole-graph entry
+steps: every dtype width, zero and non-zero patterns, against eager."""
+import numpy as np
+import pytest
+
+import tscript as ts
+
+from tests.conftest import assert_close
+
+
+def entry_ran(cm) -> bool:
+    return cm.executable.entry is not None and any(p is not None for p in cm.executable.entry._plans.values())
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: ts.zeros(x.shape[0], 3) + x[:, :1],
+    lambda x: ts.ones(x.shape[0], 5, dtype=ts.float64) * 2,
+    lambda x: ts.full((x.shape[0], 4), -1.5) + 0,
+    lambda x: ts.full((x.shape[0], 2), 7, dtype=ts.int64) + 1,
+    lambda x: ts.full((x.shape[0], 2), True, dtype=ts.bool) & (x[:, :2] > 0),
+    lambda x: ts.zeros_like(x) - x,
+    lambda x: ts.full_like(x, 3.25) * x,
+    lambda x: ts.ones_like(x, dtype=ts.int32) + 2,
+])
+def test_fill_with_dynamic_sizes(make):
+    x = ts.randn(6, 4)
+    cm = ts.jit.compile(make, (x,), dynamic={0: [0]})
+    for rows in (6, 3, 1):
+        y = ts.randn(rows, 4)
+        got = cm(y)
+        assert entry_ran(cm), cm.explain()
+        want = make(y)
+        assert got.dtype == want.dtype
+        assert_close(got, want)
