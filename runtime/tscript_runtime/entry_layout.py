@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .entry_steps import (ALIASES, CONTAINERS, CONVS, FLOAT_SUFFIX, GEMM_DTYPES, GEMMS, OFFSET_VIEWS, PLANNED_PRIMS,
-                          POOLS, RECURRENT, SHAPE_READS, STEP_KINDS, STRIDED_VIEWS, VIEW_LISTS, WINDOW_ARITY, CatStep, GatherStep,
-                          FillStep, GemmStep, KernelStep, NotLowerable, RecurrentStep, ReduceStep, Root, ScatterStep, WindowStep, scalar_op,
+                          POOLS, RECURRENT, RECURRENT_BACKWARD, SHAPE_READS, STEP_KINDS, STRIDED_VIEWS, VIEW_LISTS, WINDOW_ARITY, CatStep, GatherStep,
+                          EmbedStep, FillStep, GemmStep, KernelStep, NotLowerable, RecurrentBackwardStep, RecurrentStep, ReduceStep, Root, ScatterStep, WindowStep, scalar_op,
                           tensor_type)
 from .graph_json import TensorRef, decode_attr
 
@@ -94,10 +94,18 @@ class EntryLayout:
                 self._scatter(index, node, outs[0])
             elif step.template == "reduce":
                 self._reduce(index, node, outs[0])
+            elif step.template == "embed":
+                if any(self.kinds.get(v) != "tensor" for v in ins[:2]):
+                    raise NotLowerable(f"{kind} of values that are not tensors")
+                self._tensor_out(node, outs[0])
+                self._new_root(outs[0], 0)
+                self.steps.append(EmbedStep(index, ins[0], ins[1], outs[0]))
             elif step.template == "fill":
                 self._tensor_out(node, outs[0])
                 self._new_root(outs[0], 0)
                 self.steps.append(FillStep(index, kind, outs[0]))
+            elif step.template == "recurrent_backward":
+                self._recurrent_backward(index, node, outs, step)
             elif step.template == "recurrent":
                 self._recurrent(index, node, outs, step)
             else:
@@ -263,6 +271,26 @@ class EntryLayout:
         self.steps.append(RecurrentStep(index, cell, gates, ins[1], ins[2] if cell == "lstm" else None, weight,
                                         bias if self.kinds.get(bias) == "tensor" else None, outs[0],
                                         outs[1] if cell == "lstm" else None, function, step.split_min))
+
+    def _recurrent_backward(self, index: int, node: dict, outs: list, step) -> None:
+        cell, ins = RECURRENT_BACKWARD[node["kind"]], node["inputs"]
+        names = {"lstm": ("grad_hs", "grad_c", "gates", "h0", "c0", "w", "bias", "hs"),
+                 "gru": ("grad_hs", "gates", "h0", "w", "bias", "hs"), "rnn": ("grad_hs", "hs", "w")}[cell]
+        if len(ins) < len(names) + 1 or len(outs) != (2 if cell == "rnn" else 3):
+            raise NotLowerable(f"{node['kind']} with {len(ins)} inputs")
+        inputs = dict.fromkeys(("grad_hs", "grad_c", "gates", "h0", "c0", "w", "bias", "hs"))
+        for name, value in zip(names, ins):
+            if self.kinds.get(value) == "tensor":
+                inputs[name] = value
+            elif name != "bias":
+                raise NotLowerable(f"{node['kind']} of values that are not tensors")
+        function = GEMM_DTYPES.get(tensor_type(node["outputs"][0].get("type", ""))[1])
+        if function is None:
+            raise NotLowerable(f"{node['kind']} of dtype {node['outputs'][0].get('type')} (BLAS has float32/64)")
+        for o in outs:
+            self._tensor_out(node, o)
+            self._new_root(o, 0)
+        self.steps.append(RecurrentBackwardStep(index, cell, inputs, outs, function, step.small_m, step.split_min))
 
     def _view(self, node: dict, out: str, source: str, moves_start: bool) -> None:
         """`out` is a view of tensor `source`: same root; it starts where `source` does, or, for a view

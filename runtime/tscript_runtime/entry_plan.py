@@ -13,7 +13,8 @@ from .arena import place
 from .entry_layout import EntryLayout
 from .entry_steps import (ALIASES, AVG_POOLS, CONVS, GEMMS, GEMM_DTYPES, GEMM_SLOTS, MAX_BATCH_RANK, NO_TRANS,
                           OFFSET_VIEWS, RECURRENT_SLOTS, SHAPE_READS, SPLIT_COLUMNS, STRIDED_VIEWS, TRANS, VIEW_LISTS,
-                          CatStep, FILLS, FILL_SLOTS, FillStep, GatherStep, GemmStep, KernelStep, RecurrentStep, ReduceStep, ScatterStep,
+                          BACKWARD_SLOTS, CatStep, EMBED_SLOTS, EmbedStep, FILLS, FILL_SLOTS, FillStep, GatherStep,
+                          GemmStep, KernelStep, RecurrentBackwardStep, RecurrentStep, ReduceStep, ScatterStep,
                           WindowStep, window_slots)
 from .graph_json import TensorRef, decode_attr
 from .ops import OPS
@@ -220,6 +221,49 @@ def _plan_recurrent(step: RecurrentStep, node: dict, env: dict, ints) -> None:
         scratch_bytes(batch, hidden, step.cell, gates.itemsize)]
 
 
+def _plan_recurrent_backward(step: RecurrentBackwardStep, node: dict, env: dict, ints) -> None:
+    """Sizes, flags, the scratch (the LSTM's cell states, the GRU's carried dh) and the three products:
+    every step's h_prev @ W_hh^T (h0's, then the others': "first", "rest") and d_pre[t] @ W_hh ("back")."""
+    from .native.recurrent import GATES
+    grad = env[step.inputs["grad_hs"]]
+    steps, batch, hidden = grad.shape
+    width = GATES[step.cell] * hidden
+    if any(not t.flags.c_contiguous or t.dtype != grad.dtype for t in (env[v] for v in step.values())):
+        raise Unplannable(f"{node['kind']} of a strided operand or mixed dtypes")
+    relu = bool(env[node["inputs"][3]]) if step.cell == "rnn" else False
+    scratch = {"lstm": steps * batch * hidden, "gru": batch * hidden, "rnn": 1}[step.cell] * grad.itemsize
+    products = {"first": (NO_TRANS, TRANS, batch, width, hidden, hidden, hidden, width),
+                "rest": (NO_TRANS, TRANS, (steps - 1) * batch, width, hidden, hidden, hidden, width),
+                "back": (NO_TRANS, NO_TRANS, batch, hidden, width, width, hidden, hidden)}
+    pack = max([_pack_bytes(m, n, k) for ta, _, m, n, k, *_ in products.values() if _packed(step, ta, m, n, k)] + [0])
+    ints[step.dims:step.dims + 7] = [steps, batch, hidden, int(relu), int(bool(env[node["inputs"][-1]])), scratch,
+                                     pack]
+    for name, values in products.items():
+        at = step.dims + BACKWARD_SLOTS.index(f"{name}_trans_a")
+        ints[at:at + 9] = [*values, 0]
+
+
+def _plan_embed(step: EmbedStep, node: dict, env: dict, ints) -> None:
+    """The source as (outer, n, inner) around the dim and the slice's start, step and length (PyTorch's
+    clamping of slice bounds, as the op's kernel does); source, src and out C-contiguous."""
+    source, src = env[step.source], env[step.src]
+    if not (source.flags.c_contiguous and src.flags.c_contiguous) or src.dtype != source.dtype or source.ndim == 0:
+        raise Unplannable(f"{node['kind']} of strided operands, mixed dtypes or a 0-d tensor")
+    args = [env[v] for v in node["inputs"]]
+    dim = args[2] % source.ndim
+    n = source.shape[dim]
+    if node["kind"] == "aten::select_scatter":
+        start, stride, count = args[3] % n if n else 0, 1, 1
+    else:
+        start, stop, stride = slice(*(args[3:6] + [1] * (6 - len(args)))[:3]).indices(n)
+        count = len(range(start, stop, stride))
+    if src.size != source.size // max(n, 1) * count:
+        raise Unplannable(f"{node['kind']}: src of shape {src.shape} does not fill the slice")
+    outer = int(np.prod(source.shape[:dim], dtype=np.int64))
+    inner = int(np.prod(source.shape[dim + 1:], dtype=np.int64)) * source.itemsize
+    ints[step.dims:step.dims + len(EMBED_SLOTS)] = [outer, n, inner, start, stride, count, source.nbytes]
+
+
 def _plan_fill(step: FillStep, node: dict, env: dict, ints) -> None:
     """The element count, size and bit pattern of the value (cast to the output's dtype as the op does)."""
     out, value = env[step.out], FILLS[step.kind]
@@ -237,7 +281,7 @@ def _pack_bytes(m: int, n: int, k: int) -> int:
     return pack_bytes(m, n, k)
 
 
-def _packed(step: GemmStep, trans_a: int, m: int, n: int, k: int) -> bool:
+def _packed(step: GemmStep | RecurrentBackwardStep, trans_a: int, m: int, n: int, k: int) -> bool:
     """Does the product go to the kernel library's packed GEMM (native/entry.py `_product_function`)?
     float32 with several rows and columns, unless it is for the register-blocked GEMMs (a row-major A
     of 3..small_m rows, or fewer rows whose product splits in column halves)."""
@@ -429,7 +473,7 @@ def _plan_reduce(step: ReduceStep, node: dict, env: dict, ints) -> None:
 # step type -> its call plan
 _PLANNERS = {GemmStep: _plan_gemm, WindowStep: _plan_window, CatStep: _plan_cat, GatherStep: _plan_gather,
              ScatterStep: _plan_scatter, ReduceStep: _plan_reduce, RecurrentStep: _plan_recurrent,
-             FillStep: _plan_fill}
+             FillStep: _plan_fill, EmbedStep: _plan_embed, RecurrentBackwardStep: _plan_recurrent_backward}
 
 
 def _nbytes(meta) -> int:
@@ -441,6 +485,8 @@ def _scratch_slots(step) -> list:
     the step: while planning they hold the bytes needed, then the arena offset."""
     if isinstance(step, GemmStep):
         return [step.dims + GEMM_SLOTS.index("pack")]
+    if isinstance(step, RecurrentBackwardStep):
+        return [step.dims + BACKWARD_SLOTS.index(n) for n in ("scratch", "pack")]
     if isinstance(step, RecurrentStep):
         return [step.dims + RECURRENT_SLOTS.index("scratch")]
     if isinstance(step, WindowStep) and step.kind in CONVS:

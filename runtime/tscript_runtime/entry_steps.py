@@ -54,7 +54,11 @@ RECURRENT = {"aten::_lstm_sequence": "lstm", "aten::_gru_sequence": "gru", "aten
 FILLS = {"aten::zeros": 0, "aten::ones": 1, "aten::empty": 0, "aten::zeros_like": 0, "aten::ones_like": 1,
          "aten::empty_like": 0, "aten::full": ("input", 1), "aten::full_like": ("input", 1)}
 FILL_SLOTS = ("count", "item_bytes", "pattern")  # elements, bytes each, the value's bits (as a little-endian int)
-STEP_KINDS = {"fill": set(FILLS), "recurrent": set(RECURRENT), "kernel": set(GROUPS), "gemm": set(GEMMS), "conv2d": {"aten::conv2d"},
+RECURRENT_BACKWARD = {f"{kind}_backward": cell for kind, cell in RECURRENT.items()}
+# A copy of a tensor with a slice (select_scatter: one index) replaced: the tensor seen as (outer, n, inner
+# bytes) around the dim, the slice's first index, step and length, and the whole tensor's bytes.
+EMBED_SLOTS = ("outer", "n", "inner", "start", "step", "count", "bytes")
+STEP_KINDS = {"embed": {"aten::select_scatter", "aten::slice_scatter"}, "fill": set(FILLS), "recurrent": set(RECURRENT), "recurrent_backward": set(RECURRENT_BACKWARD), "kernel": set(GROUPS), "gemm": set(GEMMS), "conv2d": {"aten::conv2d"},
               "conv_transpose2d": {"aten::conv_transpose2d"}, "max_pool2d": {"aten::max_pool2d"},
               "avg_pool2d": set(AVG_POOLS), "cat": {"aten::cat", "aten::stack"},
               "gather": {"aten::index_select", "aten::gather"}, "scatter": {"aten::scatter_add", "aten::index_put"},
@@ -88,6 +92,10 @@ GEMM_SLOTS = ("trans_a", "trans_b", "M", "N", "K", "lda", "ldb", "ldc", "bias_ro
 # A recurrent time loop: steps, batch, hidden size, relu (the RNN's nonlinearity), reverse, whether each
 # step splits over two threads, and the arena offset of its scratch (native/recurrent.py).
 RECURRENT_SLOTS = ("T", "B", "H", "relu", "reverse", "split", "scratch")
+# Backward through time: sizes and flags as RECURRENT_SLOTS, scratch and the packed GEMM's panels, then
+# three products as a GEMM reads them (GEMM_SLOTS' first nine each; native/recurrent_backward.py).
+BACKWARD_SLOTS = ("T", "B", "H", "relu", "reverse", "scratch", "pack",
+                  *(f"{g}_{s}" for g in ("first", "rest", "back") for s in GEMM_SLOTS[:9]))
 NO_TRANS, TRANS = 111, 112  # CBLAS_TRANSPOSE
 SPLIT_COLUMNS = 32  # a split library GEMM's halves start at a multiple of this many columns
 GEMM_DTYPES = {dt.float32: "cblas_sgemm", dt.float64: "cblas_dgemm"}
@@ -279,6 +287,47 @@ class RecurrentStep:
 
     def values(self) -> list:
         return [v for v in (self.hs, self.c, self.gates, self.h0, self.c0, self.weight, self.bias) if v is not None]
+
+
+@dataclass
+class RecurrentBackwardStep:
+    """Backward through time of a recurrent op (BACKWARD_SLOTS): `inputs` by the backward function's
+    pointer names (grad_hs, grad_c, gates, h0, c0, w, bias, hs; None where the cell has none), `outs`
+    its outputs in order."""
+    node: int
+    cell: str
+    inputs: dict
+    outs: list
+    function: str            # cblas_sgemm / cblas_dgemm
+    small_m: int
+    split_min: int
+    dims: int = 0
+    n_slots = len(BACKWARD_SLOTS)
+
+    @property
+    def outputs(self) -> list:
+        return list(self.outs)
+
+    def values(self) -> list:
+        return self.outs + [v for v in self.inputs.values() if v is not None]
+
+
+@dataclass
+class EmbedStep:
+    """select_scatter / slice_scatter: `out` is `source` with `src` written into a slice (EMBED_SLOTS)."""
+    node: int
+    source: str
+    src: str
+    out: str
+    dims: int = 0
+    n_slots = len(EMBED_SLOTS)
+
+    @property
+    def outputs(self) -> list:
+        return [self.out]
+
+    def values(self) -> list:
+        return [self.out, self.source, self.src]
 
 
 @dataclass

@@ -32,3 +32,26 @@ def test_fill_with_dynamic_sizes(make):
         want = make(y)
         assert got.dtype == want.dtype
         assert_close(got, want)
+
+
+@pytest.mark.parametrize("make", [
+    lambda x, s: ts.select_scatter(x, s[0], 0, -1),
+    lambda x, s: ts.select_scatter(x, s[:, 0].contiguous(), 1, 2),
+    lambda x, s: ts.slice_scatter(x, s[:, :2].contiguous(), 1, 1, 3),
+    lambda x, s: ts.slice_scatter(x, s[:, :2].contiguous(), 1, 0, None, 2),
+    lambda x, s: ts.slice_scatter(x, s[:, 1:3].contiguous(), -1, -3, -1),
+    lambda x, s: ts.slice_scatter(x.double(), s.double()[:2], 0, 3, 100),
+])
+def test_slice_and_select_scatter(make):
+    """A copy of x with a slice replaced (what the gradients of select and slice are made of)."""
+    x, s = ts.randn(5, 4), ts.randn(5, 4) * 10
+    cm = ts.jit.compile(make, (x, s))
+    got = cm(x, s)
+    assert entry_ran(cm), cm.explain()
+    assert_close(got, make(x, s))
+
+
+def test_a_strided_slice_source_is_right_through_the_executor():
+    make = lambda x, s: ts.select_scatter(x, s[:, 0], 1, 2)  # noqa: E731
+    x, s = ts.randn(5, 4), ts.randn(5, 4)
+    assert_close(ts.jit.compile(make, (x, s))(x, s), make(x, s))

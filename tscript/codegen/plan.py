@@ -86,7 +86,7 @@ def _steps(graph: Graph) -> tuple:
             return None, f"{_where(node, index)}: control flow (blocks) does not lower"
         if template == "recurrent":
             steps.append({"node": index, "template": template, "split_min": GEMM_SPLIT_MIN})
-        elif template == "gemm":
+        elif template in ("gemm", "recurrent_backward"):
             steps.append({"node": index, "template": template, "small_m": SMALL_M, "split_min": GEMM_SPLIT_MIN})
         elif template == "conv2d":
             steps.append({"node": index, "template": template, "small_m": SMALL_M})

@@ -10,10 +10,12 @@ from llvmlite import ir
 from ..entry_layout import EntryLayout
 from ..entry_steps import (AVG_POOLS, AVG_SLOTS, CONVS, CONVT_SLOTS, CONV_SLOTS, FILL_SLOTS, GATHER_SLOTS,
                            GEMM_SLOTS, MAX_BATCH_RANK, NO_TRANS, RECURRENT_SLOTS, REDUCE_SLOTS, SPLIT_COLUMNS, TRANS,
-                           CatStep, FillStep, GatherStep, GemmStep, KernelStep, RecurrentStep, ReduceStep,
+                           BACKWARD_SLOTS, CatStep, EMBED_SLOTS, EmbedStep, FillStep, GatherStep, GemmStep,
+                           KernelStep, RecurrentBackwardStep, RecurrentStep, ReduceStep,
                            ScatterStep, WindowStep)
 from . import library
 from .recurrent import recurrent_function
+from .recurrent_backward import backward_function
 from .library.loops import carried, counted
 
 I1, I8, I32, I64, F64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.DoubleType()
@@ -39,7 +41,8 @@ def build_entry(module: ir.Module, layout: EntryLayout, name: str, kernels: dict
                     [b.alloca(I8P, I64(width)) for _ in range(2)], kernels)
     templates = {KernelStep: emit.kernel, GemmStep: emit.gemm, WindowStep: emit.window, CatStep: emit.cat,
                  GatherStep: emit.gather, ScatterStep: emit.scatter, ReduceStep: emit.reduce,
-                 RecurrentStep: emit.recurrent, FillStep: emit.fill}
+                 RecurrentStep: emit.recurrent, FillStep: emit.fill, RecurrentBackwardStep: emit.recurrent_backward,
+                 EmbedStep: emit.embed}
     for number, step in enumerate(layout.steps):
         emit.number = number
         templates[type(step)](step)
@@ -98,10 +101,26 @@ class _Emitter:
                     self.pointer(step.out), bias, pack])
 
 
+    def embed(self, step: EmbedStep) -> None:
+        b = self.b
+        b.call(_helper(self.module, "tscript_embed", 3, _embed_body),
+               [b.gep(self.plan_p, [I64(step.dims)]), *(self.pointer(v) for v in (step.source, step.src, step.out))])
+
     def fill(self, step: FillStep) -> None:
         b = self.b
         b.call(_helper(self.module, "tscript_fill", 1, _fill_body),
                [b.gep(self.plan_p, [I64(step.dims)]), self.pointer(step.out)])
+
+    def recurrent_backward(self, step: RecurrentBackwardStep) -> None:
+        b = self.b
+        product = _product_function(self.module, step.function, step.small_m, step.split_min)
+        fn = backward_function(self.module, step.cell, FLOATS[step.function], product)
+        arena = b.load(self.bases_p)
+        scratch, pack = (b.gep(arena, [self.plan(step.dims + BACKWARD_SLOTS.index(n))]) for n in ("scratch", "pack"))
+        null = ir.Constant(I8P, None)
+        inputs = [self.pointer(v) if v is not None else null for v in step.inputs.values()]
+        outs = [self.pointer(v) for v in step.outs] + [null] * (3 - len(step.outs))
+        b.call(fn, [b.gep(self.plan_p, [I64(step.dims)]), *inputs, *outs, scratch, pack])
 
     def recurrent(self, step: RecurrentStep) -> None:
         b = self.b
@@ -715,3 +734,15 @@ def _fill_body(b: ir.IRBuilder, fn, dims, ptrs) -> None:
                     target = b.bitcast(out, ty.as_pointer())
                     with counted(b, fn, I64(0), d["count"], 1, f"fill{width}") as i:
                         b.store(value, b.gep(target, [i], inbounds=True))
+
+def _embed_body(b: ir.IRBuilder, fn, dims, ptrs) -> None:
+    """out = source, then src's (outer, count, inner) rows over rows start, start + step, ... (EMBED_SLOTS)."""
+    d = _slots(b, dims, EMBED_SLOTS)
+    source, src, out = ptrs
+    memcpy = fn.module.declare_intrinsic("llvm.memcpy", [I8P, I8P, I64])
+    b.call(memcpy, [out, source, d["bytes"], I1(0)])
+    with counted(b, fn, I64(0), d["outer"], 1, "outer") as o:
+        with counted(b, fn, I64(0), d["count"], 1, "row") as r:
+            at = b.add(b.mul(o, d["n"]), b.add(d["start"], b.mul(r, d["step"])))
+            b.call(memcpy, [b.gep(out, [b.mul(at, d["inner"])]),
+                            b.gep(src, [b.mul(b.add(b.mul(o, d["count"]), r), d["inner"])]), d["inner"], I1(0)])

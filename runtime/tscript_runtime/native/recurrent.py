@@ -3,14 +3,13 @@
     void tscript_<cell>_sequence_<f32|f64>(i64* dims, i8* gates, i8* h0, i8* c0, i8* w_hh, i8* b_hh,
                                            i8* hs, i8* c, i8* scratch)
 
-Once per call, W_hh's rows are copied into scratch in blocks of UNITS hidden units, each block holding
-the G gates of its units side by side: a step's product s = h_prev @ W^T then has the gates of every
-unit in one block of columns, so a cut between blocks gives each of the two threads whole units. A step
-is one `tscript_parallel2` launch (or one call, for small work or float64): each thread multiplies its
-columns (the kernel library's register-blocked GEMM; BLAS for float64) and runs the cell on its units
-while they are in its cache: gates[t] (the input projection, PyTorch's gate order) + s + b_hh through
-the cell, h into hs[t] (the next step's h_prev) and, for the LSTM, c in place. RECURRENT_SLOTS at dims;
-scratch holds s (B, G*H), the reordered W_hh (G*H, H) and a zero bias when there is none."""
+A step is one `tscript_parallel2` launch (or one call, for small work or float64) of a part function
+per thread, each owning a range of hidden units: it computes those units' columns of the step's product
+s = h_prev @ W_hh^T, one GEMM per gate (the gate's rows of W_hh for its units are contiguous; the
+kernel library's register-blocked GEMM, BLAS for float64), then runs the cells of its units while they
+are in its cache: gates[t] (the input projection) + s + b_hh through the cell, h into hs[t] (the next
+step's h_prev) and, for the LSTM, c in place. Product, gates and bias share PyTorch's gate order.
+RECURRENT_SLOTS at dims; scratch holds s (B, G*H) and a zero bias for layers without one."""
 from __future__ import annotations
 
 from llvmlite import ir
@@ -23,7 +22,7 @@ from .mathlib import float_function
 I1, I8, I32, I64, F64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.DoubleType()
 I8P = I8.as_pointer()
 GATES = {"lstm": 4, "gru": 3, "rnn": 1}
-UNITS = 16                # hidden units per block of the reordered weight: one AVX-512 vector of float32
+UNITS = 16                # the two threads' units are cut at a multiple of this: one AVX-512 vector of float32
 ROW_MAJOR = 101
 # A step part's pointers: h_prev (its whole rows), its weight rows, its product columns, and, at its first
 # unit: gates[t], b_hh, h_t, c, h_prev.
@@ -31,9 +30,9 @@ PART = ("prev", "weight", "product", "gates", "bias", "h", "c", "prev_units")
 
 
 def scratch_bytes(batch: int, hidden: int, cell: str, itemsize: int) -> int:
-    """The bytes of scratch a call needs: the product, the reordered weight, a zero bias."""
+    """The bytes of scratch a call needs: the product and a zero bias."""
     width = GATES[cell] * hidden
-    return (batch * width + width * hidden + width) * itemsize
+    return (batch * width + width) * itemsize
 
 
 def recurrent_function(module: ir.Module, cell: str, fty) -> ir.Function:
@@ -54,10 +53,7 @@ def recurrent_function(module: ir.Module, cell: str, fty) -> ir.Function:
     size = I64(4 if suffix == "f32" else 8)
     g = GATES[cell]
     width = b.mul(d["H"], I64(g))
-    product = scratch8
-    weight = b.gep(scratch8, [b.mul(b.mul(d["B"], width), size)])
-    zeros = b.gep(weight, [b.mul(b.mul(width, d["H"]), size)])
-    _reorder(module, fn, b, w8, weight, d["H"], g, b.mul(d["H"], size))
+    zeros = b.gep(scratch8, [b.mul(b.mul(d["B"], width), size)])
     memset = module.declare_intrinsic("llvm.memset", [I8P, I64])
     b.call(memset, [zeros, I8(0), b.mul(width, size), I1(0)])
     bias8 = b.select(b.icmp_unsigned("==", bias8, ir.Constant(I8P, None)), zeros, bias8)
@@ -73,7 +69,7 @@ def recurrent_function(module: ir.Module, cell: str, fty) -> ir.Function:
         t = b.select(reverse, b.sub(last, s), s)
         before = b.select(reverse, b.add(t, I64(1)), b.sub(t, I64(1)))
         prev = b.select(b.icmp_signed("==", s, I64(0)), h0, b.gep(hs8, [b.mul(before, state)]))
-        at = {"prev": prev, "weight": weight, "product": product, "gates": b.gep(gates8, [b.mul(t, b.mul(b.mul(
+        at = {"prev": prev, "weight": w8, "product": scratch8, "gates": b.gep(gates8, [b.mul(t, b.mul(b.mul(
               d["B"], width), size))]), "bias": bias8, "h": b.gep(hs8, [b.mul(t, state)]), "c": c8, "prev_units": prev}
         with b.if_else(split) as (halves, whole):
             with halves:
@@ -93,10 +89,9 @@ def recurrent_function(module: ir.Module, cell: str, fty) -> ir.Function:
 
 
 def _fill(b: ir.IRBuilder, part, at: dict, unit, hidden, size, g: int) -> None:
-    """The pointers of the part starting at hidden unit `unit` (a multiple of UNITS)."""
-    column = b.mul(b.mul(unit, I64(g)), size)  # bytes to its first column of the product
+    """The pointers of the part starting at hidden unit `unit`: each at that unit (the weight: its row)."""
     unit_bytes = b.mul(unit, size)
-    offsets = {"weight": b.mul(column, hidden), "product": column, "gates": unit_bytes, "bias": unit_bytes,
+    offsets = {"weight": b.mul(unit_bytes, hidden), "product": unit_bytes, "gates": unit_bytes, "bias": unit_bytes,
                "h": unit_bytes, "c": unit_bytes, "prev_units": unit_bytes}
     for k, name in enumerate(PART):
         pointer = at[name] if name not in offsets else b.gep(at[name], [offsets[name]])
@@ -121,54 +116,49 @@ def _step_part(module: ir.Module, cell: str, fty) -> ir.Function:
     p = {n: b.bitcast(b.load(b.gep(ptrs, [I64(k)])), fp) for k, n in enumerate(PART)}
     d = {s: b.load(b.gep(dims, [I64(i)])) for i, s in enumerate(RECURRENT_SLOTS)}
     g, units, hidden = GATES[cell], b.load(sizes), d["H"]
-    width, columns = b.mul(hidden, I64(g)), b.mul(units, I64(g))
-    if suffix == "f32":
-        b.call(library.declare(module, "tscript_gemm_nt_f32"),
-               [p["prev"], p["weight"], p["product"], d["B"], columns, hidden, hidden, hidden, width, I1(0)])
-    else:
-        b.call(_dgemm(module), [ir.IntType(32)(ROW_MAJOR), ir.IntType(32)(NO_TRANS), ir.IntType(32)(TRANS), d["B"],
-                                columns, hidden, F64(1.0), p["prev"], hidden, p["weight"], hidden, F64(0.0),
-                                p["product"], width])
+    width = b.mul(hidden, I64(g))
+    for k in range(g):  # gate k's columns of the product: its units' rows of W_hh, contiguous
+        weight, product = b.gep(p["weight"], [b.mul(I64(k), b.mul(hidden, hidden))]), b.gep(p["product"], [
+            b.mul(I64(k), hidden)])
+        if suffix == "f32":
+            b.call(library.declare(module, "tscript_gemm_nt_f32"),
+                   [p["prev"], weight, product, d["B"], units, hidden, hidden, hidden, width, I1(0)])
+        else:
+            b.call(_dgemm(module), [I32(ROW_MAJOR), I32(NO_TRANS), I32(TRANS), d["B"], units, hidden, F64(1.0),
+                                    p["prev"], hidden, weight, hidden, F64(0.0), product, width])
     with counted(b, fn, I64(0), d["B"], 1, "row") as r:
         rows = {n: b.gep(p[n], [b.mul(r, width if n in ("gates", "product") else hidden)])
                 for n in ("gates", "product", "h", "c", "prev_units")}
-        with counted(b, fn, I64(0), units, UNITS, "block") as start:
-            n = b.sub(units, start)
-            n = b.select(b.icmp_signed("<", n, I64(UNITS)), n, I64(UNITS))
-            block = b.gep(rows["product"], [b.mul(start, I64(g))])
-            _block_cells(b, fn, cell, d, {**rows, "product": block, "bias": p["bias"]}, start, n, fty)
+        _unit_cells(b, fn, cell, d, {**rows, "bias": p["bias"]}, units, fty)
     b.ret_void()
     return fn
 
 
-def _block_cells(b: ir.IRBuilder, fn, cell: str, d: dict, rows: dict, start, n, fty) -> None:
-    """The cells of units start .. start+n of one batch row (the block's product columns at rows["product"])."""
+def _unit_cells(b: ir.IRBuilder, fn, cell: str, d: dict, rows: dict, units, fty) -> None:
+    """The cells of one batch row's `units` hidden units (every pointer at the part's first unit)."""
     hidden = d["H"]
 
-    def parts(k: int, l):
-        """Gate k of unit start + l: (its input projection, its recurrent product + bias)."""
-        j = b.add(start, l)
+    def parts(k: int, j):
+        """Gate k of unit j: (its input projection, its recurrent product + bias)."""
         at = b.add(b.mul(I64(k), hidden), j)
-        x = b.load(b.gep(rows["gates"], [at], inbounds=True))
-        bias = b.load(b.gep(rows["bias"], [at], inbounds=True))
-        h = b.load(b.gep(rows["product"], [b.add(b.mul(I64(k), n), l)], inbounds=True))
+        x, h, bias = (b.load(b.gep(rows[n], [at], inbounds=True)) for n in ("gates", "product", "bias"))
         return x, b.fadd(h, bias)
 
-    def units(body, name: str):
-        with counted(b, fn, I64(0), n, 1, name) as l:
-            b.store(body(l), b.gep(rows["h"], [b.add(start, l)], inbounds=True))
+    def each(body, name: str):
+        with counted(b, fn, I64(0), units, 1, name) as j:
+            b.store(body(j), b.gep(rows["h"], [j], inbounds=True))
     if cell == "lstm":
-        units(lambda l: _lstm_unit(b, [b.fadd(*parts(k, l)) for k in range(4)],
-                                   b.gep(rows["c"], [b.add(start, l)], inbounds=True)), "lstm")
+        each(lambda j: _lstm_unit(b, [b.fadd(*parts(k, j)) for k in range(4)], b.gep(rows["c"], [j], inbounds=True)),
+             "lstm")
     elif cell == "gru":
-        units(lambda l: _gru_unit(b, [parts(k, l) for k in range(3)],
-                                  b.load(b.gep(rows["prev_units"], [b.add(start, l)], inbounds=True))), "gru")
+        each(lambda j: _gru_unit(b, [parts(k, j) for k in range(3)],
+                                 b.load(b.gep(rows["prev_units"], [j], inbounds=True))), "gru")
     else:
         with b.if_else(b.icmp_signed("!=", d["relu"], I64(0))) as (relu, tanh):
             with relu:  # NaN stays NaN, as torch.relu
-                units(lambda l: _relu(b, b.fadd(*parts(0, l)), fty), "relu")
+                each(lambda j: _relu(b, b.fadd(*parts(0, j)), fty), "relu")
             with tanh:
-                units(lambda l: float_function(b, "tanh", b.fadd(*parts(0, l))), "tanh")
+                each(lambda j: float_function(b, "tanh", b.fadd(*parts(0, j))), "tanh")
 
 
 def _dgemm(module: ir.Module) -> ir.Function:
@@ -180,19 +170,6 @@ def _dgemm(module: ir.Module) -> ir.Function:
         i32 = ir.IntType(32)
         return ir.Function(module, ir.FunctionType(ir.VoidType(), [i32, i32, i32, I64, I64, I64, F64, fp, I64, fp, I64,
                                                                    F64, fp, I64]), "cblas_dgemm")
-
-
-def _reorder(module, fn, b: ir.IRBuilder, w, out, hidden, g: int, row) -> None:
-    """out's rows: for each block of UNITS units (the last may be shorter), gate 0's rows of those
-    units, then gate 1's, ...: row (start*g + k*n + l) is W_hh's row (k*hidden + start + l)."""
-    memcpy = module.declare_intrinsic("llvm.memcpy", [I8P, I8P, I64])
-    with counted(b, fn, I64(0), hidden, UNITS, "block") as start:
-        n = b.sub(hidden, start)
-        n = b.select(b.icmp_signed("<", n, I64(UNITS)), n, I64(UNITS))
-        for k in range(g):
-            dst = b.gep(out, [b.mul(b.add(b.mul(start, I64(g)), b.mul(I64(k), n)), row)])
-            src = b.gep(w, [b.mul(b.add(b.mul(I64(k), hidden), start), row)])
-            b.call(memcpy, [dst, src, b.mul(n, row), I1(0)])
 
 
 def _lstm_unit(b: ir.IRBuilder, pre: list, c_at):
