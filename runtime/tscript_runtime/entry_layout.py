@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .entry_steps import (ALIASES, CONTAINERS, CONVS, FLOAT_SUFFIX, GEMM_DTYPES, GEMMS, OFFSET_VIEWS, PLANNED_PRIMS,
-                          POOLS, RECURRENT, RECURRENT_BACKWARD, SHAPE_READS, STEP_KINDS, STRIDED_VIEWS, VIEW_LISTS, WINDOW_ARITY, CatStep, GatherStep,
-                          EmbedStep, FillStep, GemmStep, KernelStep, NotLowerable, RecurrentBackwardStep, RecurrentStep, ReduceStep, Root, ScatterStep, WindowStep, scalar_op,
+                          DRAWS_INTO, FILLS, POOLS, RECURRENT, RECURRENT_BACKWARD, SHAPE_READS, STEP_KINDS, STRIDED_VIEWS, VIEW_LISTS, WINDOW_ARITY, CatStep, GatherStep,
+                          DrawStep, EmbedStep, FillStep, GemmStep, KernelStep, NotLowerable, RecurrentBackwardStep, RecurrentStep, ReduceStep, Root, ScatterStep, WindowStep, scalar_op,
                           tensor_type)
 from .graph_json import TensorRef, decode_attr
 
@@ -31,6 +31,8 @@ class EntryLayout:
     results: list = field(default_factory=list)   # the graph's tensor outputs, containers flattened
     start_of: dict = field(default_factory=dict)  # view -> the offset view whose slot says where it starts
     offset_slots: dict = field(default_factory=dict)  # offset view -> plan slot of its byte offset
+    empties: set = field(default_factory=set)     # torch.empty tensors (never written by the entry)
+    drawn: list = field(default_factory=list)     # roots of random tensors, in the order they are drawn
 
     @classmethod
     def build(cls, graph: dict, steps: list, specs: dict) -> "EntryLayout":
@@ -94,6 +96,8 @@ class EntryLayout:
                 self._scatter(index, node, outs[0])
             elif step.template == "reduce":
                 self._reduce(index, node, outs[0])
+            elif step.template == "draw":
+                self._draw(index, node, outs[0])
             elif step.template == "embed":
                 if any(self.kinds.get(v) != "tensor" for v in ins[:2]):
                     raise NotLowerable(f"{kind} of values that are not tensors")
@@ -104,6 +108,8 @@ class EntryLayout:
                 self._tensor_out(node, outs[0])
                 self._new_root(outs[0], 0)
                 self.steps.append(FillStep(index, kind, outs[0]))
+                if FILLS[kind] is None:
+                    self.empties.add(outs[0])
             elif step.template == "recurrent_backward":
                 self._recurrent_backward(index, node, outs, step)
             elif step.template == "recurrent":
@@ -271,6 +277,21 @@ class EntryLayout:
         self.steps.append(RecurrentStep(index, cell, gates, ins[1], ins[2] if cell == "lstm" else None, weight,
                                         bias if self.kinds.get(bias) == "tensor" else None, outs[0],
                                         outs[1] if cell == "lstm" else None, function, step.split_min))
+
+    def _draw(self, index: int, node: dict, out: str) -> None:
+        kind, ins = node["kind"], node["inputs"]
+        if any(self.kinds.get(v) in ("tensor", "container") for v in ins[kind in DRAWS_INTO:]):
+            raise NotLowerable(f"{kind} with tensor arguments")
+        self._tensor_out(node, out)
+        if kind in DRAWS_INTO:
+            target = ins[0]
+            if target not in self.empties or self.root_of.get(target) != target:
+                raise NotLowerable(f"{kind} into a tensor other than a fresh torch.empty")
+            self.root_of[out] = target
+        else:
+            self._new_root(out, 0)
+        self.drawn.append(self.root_of[out])
+        self.steps.append(DrawStep(index, kind, out))
 
     def _recurrent_backward(self, index: int, node: dict, outs: list, step) -> None:
         cell, ins = RECURRENT_BACKWARD[node["kind"]], node["inputs"]

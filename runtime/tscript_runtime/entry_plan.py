@@ -11,11 +11,11 @@ import numpy as np
 
 from .arena import place
 from .entry_layout import EntryLayout
-from .entry_steps import (ALIASES, AVG_POOLS, CONVS, GEMMS, GEMM_DTYPES, GEMM_SLOTS, MAX_BATCH_RANK, NO_TRANS,
-                          OFFSET_VIEWS, RECURRENT_SLOTS, SHAPE_READS, SPLIT_COLUMNS, STRIDED_VIEWS, TRANS, VIEW_LISTS,
-                          BACKWARD_SLOTS, CatStep, EMBED_SLOTS, EmbedStep, FILLS, FILL_SLOTS, FillStep, GatherStep,
-                          GemmStep, KernelStep, RecurrentBackwardStep, RecurrentStep, ReduceStep, ScatterStep,
-                          WindowStep, window_slots)
+from .entry_steps import (DRAWS, DRAWS_INTO, ALIASES, AVG_POOLS, CONVS, GEOMETRY, GEMMS, GEMM_DTYPES, GEMM_SLOTS, MAX_BATCH_RANK,
+                          NO_TRANS, OFFSET_VIEWS, RECURRENT_SLOTS, SHAPE_READS, SPLIT_COLUMNS, STRIDED_VIEWS, TRANS,
+                          VIEW_LISTS, BACKWARD_SLOTS, CatStep, DrawStep, EMBED_SLOTS, EmbedStep, FILLS, FILL_SLOTS, FillStep,
+                          GatherStep, GemmStep, KernelStep, RecurrentBackwardStep, RecurrentStep, ReduceStep,
+                          ScatterStep, WindowStep, window_slots)
 from .graph_json import TensorRef, decode_attr
 from .ops import OPS
 from .ops.reductions import reduce_dims
@@ -32,6 +32,7 @@ class CallPlan:
     views: list               # per tensor output: (source, index, shape, byte strides or None, byte offset),
     #                           source OUT (index into outputs), INPUT (into tensor inputs) or FIXED
     direct: bool = False      # are the output roots the graph's outputs as they are?
+    draws: list = ()          # Draws: the random tensors to fill before the call, in order
 
     def __post_init__(self):
         self.address, self.scalars_address = ctypes.addressof(self.ints), ctypes.addressof(self.scalars)
@@ -60,7 +61,40 @@ def make_plan(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> 
               None if env[o].flags.c_contiguous else env[o].strides,
               _address(env[o]) - _address(env[layout.root_of[o]])) for o in layout.results]
     direct = not layout.containers and [(OUT, i, shape, None, 0) for i, (shape, _) in enumerate(outputs)] == views
-    return CallPlan(ints, scalars, arena, outputs, views, direct)
+    draws = [_draw(layout, step, nodes[step.node], env, ints) for step in layout.steps if isinstance(step, DrawStep)]
+    return CallPlan(ints, scalars, arena, outputs, views, direct, draws)
+
+
+@dataclass(frozen=True)
+class Draw:
+    """A random tensor of the call: its op's kernel fills (or makes) it from the process's generator."""
+    kernel: object
+    into: bool                # the kernel fills its first argument in place (else: returns the tensor)
+    args: tuple               # the arguments after the tensor filled (or all of them)
+    output: int | None        # index into the call's output arrays, or None: in the arena at `offset`
+    offset: int
+    shape: tuple
+    dtype: object
+
+    def fill(self, arena: np.ndarray, outs: list) -> None:
+        target = outs[self.output] if self.output is not None else \
+            np.ndarray(self.shape, self.dtype, arena, self.offset)
+        if self.into:
+            self.kernel(target, *self.args)
+        else:
+            target[...] = self.kernel(*self.args)
+
+
+def _draw(layout: EntryLayout, step: DrawStep, node: dict, env: dict, ints) -> Draw:
+    root = layout.root_of[step.out]
+    value, into = env[root], step.kind in DRAWS_INTO
+    args = tuple(env[v] for v in node["inputs"][into:])
+    where = layout.roots[root]
+    output = layout.outputs.index(root) if root in layout.outputs else None
+    if output is None and where.base != 0:
+        raise Unplannable(f"{step.kind} into a buffer that is not the entry's")
+    return Draw(OPS[step.kind].kernel, into, args, output, ints[where.slot] if output is None else 0,
+                tuple(value.shape), value.dtype)
 
 
 OUT, INPUT, FIXED = 0, 1, 2  # where an output's data is: an output array, a tensor input, a fixed array
@@ -138,8 +172,8 @@ def _address(x: np.ndarray) -> int:
 
 def _op_value(op, args: list):
     """An op's result while planning: TensorMeta(s) by its rules, or its kernel on Python values
-    (shape reads take TensorMetas: they only look at shape, dtype and rank)."""
-    if (op.tensor_pos or op.list_pos) and op.name not in SHAPE_READS:
+    (shape reads take TensorMetas: they only look at shape, dtype and rank; random ops are not drawn)."""
+    if (op.tensor_pos or op.list_pos or op.name in DRAWS) and op.name not in SHAPE_READS:
         return op.meta(*args)
     return op.kernel(*args)
 
@@ -265,8 +299,12 @@ def _plan_embed(step: EmbedStep, node: dict, env: dict, ints) -> None:
 
 
 def _plan_fill(step: FillStep, node: dict, env: dict, ints) -> None:
-    """The element count, size and bit pattern of the value (cast to the output's dtype as the op does)."""
+    """The element count, size and bit pattern of the value (cast to the output's dtype as the op does);
+    torch.empty writes nothing (count 0)."""
     out, value = env[step.out], FILLS[step.kind]
+    if value is None:
+        ints[step.dims:step.dims + len(FILL_SLOTS)] = [0, 1, 0]
+        return
     if isinstance(value, tuple):
         value = env[node["inputs"][value[1]]]
     if out.dtype.itemsize not in (1, 2, 4, 8) or not isinstance(value, (bool, int, float)):
@@ -363,9 +401,15 @@ def _plan_conv(step: WindowStep, env: dict, x, args: list) -> list:
     kernel, per_group = tuple(w.shape[2:]), c // groups
     k, length = per_group * kernel[0] * kernel[1], g.out[0] * g.out[1]
     o = w.shape[0] // groups
-    return [per_group, h, wd, *kernel, *g.stride, *g.padding, *g.dilation, *g.out,
-            x.shape[0] if x.ndim == 4 else 1, o, k, length, groups, k * length * x.itemsize,
-            _pack_bytes(o, length, k) if x.dtype == np.float32 and not 3 <= o <= step.small_m else 0]
+    geometry = [per_group, h, wd, *kernel, *g.stride, *g.padding, *g.dilation, *g.out]
+    if per_group == 1:  # one input channel per group (depthwise): the library's direct kernel, its padded planes
+        from .native.library.depthwise import scratch_bytes
+        scratch, pack = scratch_bytes(dict(zip(GEOMETRY, geometry)), x.itemsize), 0
+    else:  # im2col columns (none for a 1x1 stride-1 unpadded convolution: its input is them), GEMM panels
+        pointwise = kernel == (1, 1) and tuple(g.stride) == (1, 1) and tuple(g.padding) == (0, 0)
+        scratch = 0 if pointwise else k * length * x.itemsize
+        pack = _pack_bytes(o, length, k) if x.dtype == np.float32 and not 3 <= o <= step.small_m else 0
+    return geometry + [x.shape[0] if x.ndim == 4 else 1, o, k, length, groups, scratch, pack]
 
 
 def _plan_conv_transpose(step: WindowStep, env: dict, x, args: list) -> list:
@@ -473,7 +517,7 @@ def _plan_reduce(step: ReduceStep, node: dict, env: dict, ints) -> None:
 # step type -> its call plan
 _PLANNERS = {GemmStep: _plan_gemm, WindowStep: _plan_window, CatStep: _plan_cat, GatherStep: _plan_gather,
              ScatterStep: _plan_scatter, ReduceStep: _plan_reduce, RecurrentStep: _plan_recurrent,
-             FillStep: _plan_fill, EmbedStep: _plan_embed, RecurrentBackwardStep: _plan_recurrent_backward}
+             FillStep: _plan_fill, DrawStep: lambda *args: None, EmbedStep: _plan_embed, RecurrentBackwardStep: _plan_recurrent_backward}
 
 
 def _nbytes(meta) -> int:
@@ -506,8 +550,8 @@ def _place_arena(layout: EntryLayout, env: dict, ints) -> int:
     for i, step in enumerate(layout.steps):
         for v in step.outputs:
             root = layout.roots[v]
-            if root.base == 0:
-                buffers.append((_nbytes(env[v]), i, last.get(v, i)))
+            if root.base == 0:  # (a random tensor is drawn before the call: alive from its start)
+                buffers.append((_nbytes(env[v]), 0 if v in layout.drawn else i, last.get(v, i)))
                 slots.append(root.slot)
         for at in _scratch_slots(step):
             buffers.append((ints[at], i, i))

@@ -51,14 +51,20 @@ POOLS = {"aten::max_pool2d": "tscript_max_pool2d", **AVG_POOLS}
 # Recurrent time loops (ops/recurrent.py): the cell each one runs.
 RECURRENT = {"aten::_lstm_sequence": "lstm", "aten::_gru_sequence": "gru", "aten::_rnn_sequence": "rnn"}
 # Tensors of one value (their sizes may be known only per call): the value, or the input holding it.
-FILLS = {"aten::zeros": 0, "aten::ones": 1, "aten::empty": 0, "aten::zeros_like": 0, "aten::ones_like": 1,
-         "aten::empty_like": 0, "aten::full": ("input", 1), "aten::full_like": ("input", 1)}
+# (empty, empty_like: None, nothing is written).
+FILLS = {"aten::zeros": 0, "aten::ones": 1, "aten::empty": None, "aten::zeros_like": 0, "aten::ones_like": 1,
+         "aten::empty_like": None, "aten::full": ("input", 1), "aten::full_like": ("input", 1)}
+# Random tensors: drawn by their op's kernel from the process's generator before the native call, in
+# graph order (as the executor draws them), into buffers alive for the whole call. In-place draws fill
+# a fresh `empty` tensor; the others make a tensor. Their other arguments are known when planning.
+DRAWS_INTO = {"aten::bernoulli_", "aten::uniform_", "aten::normal_"}
+DRAWS = DRAWS_INTO | {"aten::rand", "aten::randn", "aten::randint"}
 FILL_SLOTS = ("count", "item_bytes", "pattern")  # elements, bytes each, the value's bits (as a little-endian int)
 RECURRENT_BACKWARD = {f"{kind}_backward": cell for kind, cell in RECURRENT.items()}
 # A copy of a tensor with a slice (select_scatter: one index) replaced: the tensor seen as (outer, n, inner
 # bytes) around the dim, the slice's first index, step and length, and the whole tensor's bytes.
 EMBED_SLOTS = ("outer", "n", "inner", "start", "step", "count", "bytes")
-STEP_KINDS = {"embed": {"aten::select_scatter", "aten::slice_scatter"}, "fill": set(FILLS), "recurrent": set(RECURRENT), "recurrent_backward": set(RECURRENT_BACKWARD), "kernel": set(GROUPS), "gemm": set(GEMMS), "conv2d": {"aten::conv2d"},
+STEP_KINDS = {"draw": DRAWS, "embed": {"aten::select_scatter", "aten::slice_scatter"}, "fill": set(FILLS), "recurrent": set(RECURRENT), "recurrent_backward": set(RECURRENT_BACKWARD), "kernel": set(GROUPS), "gemm": set(GEMMS), "conv2d": {"aten::conv2d"},
               "conv_transpose2d": {"aten::conv_transpose2d"}, "max_pool2d": {"aten::max_pool2d"},
               "avg_pool2d": set(AVG_POOLS), "cat": {"aten::cat", "aten::stack"},
               "gather": {"aten::index_select", "aten::gather"}, "scatter": {"aten::scatter_add", "aten::index_put"},
@@ -328,6 +334,23 @@ class EmbedStep:
 
     def values(self) -> list:
         return [self.out, self.source, self.src]
+
+
+@dataclass
+class DrawStep:
+    """A random tensor (DRAWS): no code; its root is filled before the call (entry_plan.Draw)."""
+    node: int
+    kind: str
+    out: str
+    n_slots = 0
+    dims: int = 0
+
+    @property
+    def outputs(self) -> list:
+        return [] if self.kind in DRAWS_INTO else [self.out]  # (an in-place draw's root is its empty's)
+
+    def values(self) -> list:
+        return [self.out]
 
 
 @dataclass

@@ -111,6 +111,8 @@ class GraphEntry:
             bases[k] = data_pointer(o)
             outs.append(o)
             k += 1
+        for draw in plan.draws:
+            draw.fill(local.arena, outs)
         if self.fn(local.address, plan.address, plan.scalars_address):
             return None  # an index out of range: the executor raises the op's own error
         if plan.direct:

@@ -80,7 +80,7 @@ KERNEL_TEMPLATES = {
 # step template -> its fields
 STEP_FIELDS = {
     "kernel": {}, "gemm": {"small_m": Range(0, SMALL_M), "split_min": COUNT}, "conv2d": {"small_m": Range(0, SMALL_M)},
-    "recurrent": {"split_min": COUNT}, "fill": {}, "embed": {},
+    "recurrent": {"split_min": COUNT}, "fill": {}, "embed": {}, "draw": {},
     "recurrent_backward": {"small_m": Range(0, SMALL_M), "split_min": COUNT},
     "conv_transpose2d": {}, "max_pool2d": {}, "avg_pool2d": {}, "cat": {}, "gather": {}, "scatter": {}, "reduce": {},
 }

@@ -131,3 +131,12 @@ def test_lstm_final_cell_state_gradient_flows_through_the_module():
     c.sum().backward()
     assert x.grad is not None and float(x.grad.abs().sum()) > 0
     assert all(float(p.grad.abs().sum()) > 0 for n, p in lstm.named_parameters() if "l0" in n)
+
+
+def test_double_backward_through_a_recurrent_layer_is_a_clear_error():
+    lstm = ts.nn.LSTM(3, 4)
+    x = ts.randn(5, 2, 3, requires_grad=True)
+    out, _ = lstm(x)
+    (g,) = ts.autograd.grad(out.sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError, match="double backward .* recurrent layer"):
+        g.sum().backward()

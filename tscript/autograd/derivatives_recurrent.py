@@ -40,3 +40,9 @@ def _gru_sequence(grad, gates, h0, weight_hh, bias_hh, reverse, result, needs_in
 def _rnn_sequence(grad, h0, weight_hh, bias_hh, relu, reverse, result, needs_input_grad):
     d_pre, d_h0 = call("aten::_rnn_sequence_backward", grad, result, weight_hh, relu, reverse)
     return (d_pre, d_h0) + _weights(d_pre, result, h0, bias_hh, reverse, needs_input_grad[2:])
+
+
+@derivative("aten::_lstm_sequence_backward", "aten::_gru_sequence_backward", "aten::_rnn_sequence_backward")
+def _second_order(grad):
+    raise RuntimeError("double backward (create_graph=True) through a recurrent layer (nn.LSTM, nn.GRU, nn.RNN) "
+                       "is not supported: its backward through time is one op without a derivative of its own")

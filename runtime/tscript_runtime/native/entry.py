@@ -4,13 +4,15 @@ tscript_runtime/graph_entry.py). The schedule numbers of the native plan (how ma
 have to use the kernel library, how much work splits over two threads) are constants of the code."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from llvmlite import ir
 
 from ..entry_layout import EntryLayout
 from ..entry_steps import (AVG_POOLS, AVG_SLOTS, CONVS, CONVT_SLOTS, CONV_SLOTS, FILL_SLOTS, GATHER_SLOTS,
                            GEMM_SLOTS, MAX_BATCH_RANK, NO_TRANS, RECURRENT_SLOTS, REDUCE_SLOTS, SPLIT_COLUMNS, TRANS,
-                           BACKWARD_SLOTS, CatStep, EMBED_SLOTS, EmbedStep, FillStep, GatherStep, GemmStep,
+                           BACKWARD_SLOTS, CatStep, DrawStep, EMBED_SLOTS, EmbedStep, FillStep, GatherStep, GemmStep,
                            KernelStep, RecurrentBackwardStep, RecurrentStep, ReduceStep,
                            ScatterStep, WindowStep)
 from . import library
@@ -22,6 +24,7 @@ I1, I8, I32, I64, F64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType
 I8P = I8.as_pointer()
 FLOATS = {"cblas_sgemm": ir.FloatType(), "cblas_dgemm": ir.DoubleType()}
 ROW_MAJOR = 101
+DEPTHWISE_SPLIT = 1 << 15  # multiply-adds from which a depthwise convolution's planes split over two threads
 REDUCE_FLAGS = ("reassoc", "contract", "nsz", "arcp", "afn")  # a window's sum may be reordered (vectorized)
 
 
@@ -42,7 +45,7 @@ def build_entry(module: ir.Module, layout: EntryLayout, name: str, kernels: dict
     templates = {KernelStep: emit.kernel, GemmStep: emit.gemm, WindowStep: emit.window, CatStep: emit.cat,
                  GatherStep: emit.gather, ScatterStep: emit.scatter, ReduceStep: emit.reduce,
                  RecurrentStep: emit.recurrent, FillStep: emit.fill, RecurrentBackwardStep: emit.recurrent_backward,
-                 EmbedStep: emit.embed}
+                 EmbedStep: emit.embed, DrawStep: lambda step: None}  # (draws: filled before the call)
     for number, step in enumerate(layout.steps):
         emit.number = number
         templates[type(step)](step)
@@ -209,10 +212,11 @@ def _copy_rows(module, fn, b: ir.IRBuilder, dst, src, rows, dst_step, size) -> N
 
 def _conv_function(module: ir.Module, function: str, dtype, small_m: int) -> ir.Function:
     """`void <function>_<small_m>(i64* dims, i8* x, i8* w, i8* bias, i8* out, i8* col, i8* pack)`, once
-    per module: per image and per group of channels, im2col into `col` (K, L), `out` rows = bias, then
-    out (O, L) += W (O, K) @ col (CONV_SLOTS at dims: C and O count one group's channels), by the kernel
-    library's GEMMs for float32 (few rows: register-blocked; more: packed, its panels in `pack`), else
-    by BLAS."""
+    per module: one input channel per group (depthwise) by the kernel library's direct kernel; else
+    per image and per group of channels, im2col into `col` (K, L) (a 1x1 stride-1 unpadded convolution
+    reads the image itself), `out` rows = bias, then out (O, L) += W (O, K) @ col (CONV_SLOTS at dims:
+    C and O count one group's channels), by the kernel library's GEMMs for float32 (few rows:
+    register-blocked; more: packed, its panels in `pack`), else by BLAS."""
     name = f"{function}_{small_m}"
     try:
         return module.get_global(name)
@@ -222,8 +226,7 @@ def _conv_function(module: ir.Module, function: str, dtype, small_m: int) -> ir.
     fn.linkage = "internal"
     dims_p, x8, w8, bias8, out8, col8, pack8 = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    slot = {s: b.load(b.gep(dims_p, [I64(i)])) for i, s in enumerate(CONV_SLOTS)
-            if s in ("C", "H", "W", "N", "O", "K", "L", "G")}
+    slot = {s: b.load(b.gep(dims_p, [I64(i)])) for i, s in enumerate(CONV_SLOTS) if s != "pack"}
     fty = ir.FloatType() if dtype == np.float32 else F64
     fp = fty.as_pointer()
     x, w, bias, out, col = (b.bitcast(p, fp) for p in (x8, w8, bias8, out8, col8))
@@ -231,21 +234,49 @@ def _conv_function(module: ir.Module, function: str, dtype, small_m: int) -> ir.
     group_in, group_out = b.mul(b.mul(slot["C"], slot["H"]), slot["W"]), b.mul(o, length)
     has_bias = b.icmp_unsigned("!=", bias8, ir.Constant(I8P, None))
     with b.if_then(b.icmp_signed(">", group_out, I64(0))):
-        with counted(b, fn, I64(0), b.mul(slot["N"], slot["G"]), 1, "group") as ng:  # image n, group g: ng
-            g = b.srem(ng, slot["G"])
-            args = [dims_p, b.gep(x, [b.mul(ng, group_in)]), b.gep(w, [b.mul(b.mul(g, o), k)]),
-                    b.gep(bias, [b.mul(g, o)]), has_bias, b.gep(out, [b.mul(ng, group_out)]), col, pack8]
-            _conv_group(module, fn, b, dtype, small_m, slot, args)
+        with b.if_else(b.icmp_signed("==", slot["C"], I64(1))) as (direct, columns):
+            with direct:
+                _depthwise(module, b, dtype, dims_p, [x8, w8, bias8, out8, col8], slot)
+            with columns:
+                with counted(b, fn, I64(0), b.mul(slot["N"], slot["G"]), 1, "group") as ng:  # image n, group g
+                    g = b.srem(ng, slot["G"])
+                    args = [dims_p, b.gep(x, [b.mul(ng, group_in)]), b.gep(w, [b.mul(b.mul(g, o), k)]),
+                            b.gep(bias, [b.mul(g, o)]), has_bias, b.gep(out, [b.mul(ng, group_out)]), col, pack8]
+                    _conv_group(module, fn, b, dtype, small_m, slot, args)
     b.ret_void()
     return fn
 
 
+def _depthwise(module: ir.Module, b: ir.IRBuilder, dtype, dims_p, pointers: list, slot: dict) -> None:
+    """All N*G*O output planes of a convolution with one input channel per group by the library's
+    direct kernel (`pointers`: x, w, bias, out and its scratch); with DEPTHWISE_SPLIT multiply-adds or
+    more, its two halves of planes at once, each in its half of the scratch."""
+    kernel = library.declare(module, f"tscript_depthwise2d_scratch_{_suffix(dtype)}")
+    planes = b.mul(b.mul(slot["N"], slot["G"]), slot["O"])
+    ptrs = b.bitcast(_stack(b, I8P, pointers), I8P)
+    null = ir.Constant(F64.as_pointer(), None)
+    work = b.mul(b.mul(planes, slot["L"]), slot["K"])
+    with b.if_else(b.and_(b.icmp_signed(">=", work, I64(DEPTHWISE_SPLIT)), b.icmp_signed(">=", planes, I64(2)))) \
+            as (halves, whole):
+        with halves:
+            cut = b.sdiv(planes, I64(2))
+            first, second = _stack(b, I64, [I64(0), cut, I64(0)]), _stack(b, I64, [cut, planes, I64(1)])
+            b.call(library.declare(module, "tscript_parallel2"),
+                   [b.bitcast(kernel, I8P), first, ptrs, second, ptrs, dims_p, null])
+        with whole:
+            b.call(kernel, [_stack(b, I64, [I64(0), planes, I64(0)]), ptrs, dims_p, null])
+
+
 def _conv_group(module, fn, b: ir.IRBuilder, dtype, small_m: int, slot: dict, args: list) -> None:
-    """One image's convolution for one group of channels: im2col, bias rows, GEMM."""
+    """One image's convolution for one group of channels: im2col (a 1x1 stride-1 unpadded convolution's
+    columns are the image itself), bias rows, GEMM."""
     dims_p, x, w, bias, has_bias, out, col, pack = args
     fty = ir.FloatType() if dtype == np.float32 else F64
     o, k, length = slot["O"], slot["K"], slot["L"]
-    b.call(library.declare(module, f"tscript_im2col_{_suffix(dtype)}"), [dims_p, x, col])
+    pointwise = _pointwise(b, slot)
+    with b.if_then(b.not_(pointwise)):
+        b.call(library.declare(module, f"tscript_im2col_{_suffix(dtype)}"), [dims_p, x, col])
+    col = b.select(pointwise, x, col)
     with b.if_then(has_bias):
         with counted(b, fn, I64(0), o, 1, "channel") as c:
             value = b.load(b.gep(bias, [c]))
@@ -270,6 +301,12 @@ def _conv_group(module, fn, b: ir.IRBuilder, dtype, small_m: int, slot: dict, ar
                         b.bitcast(pack, fty.as_pointer())])
             else:
                 b.call(gemm, blas)
+
+
+def _pointwise(b: ir.IRBuilder, slot: dict):
+    """Is the convolution 1x1, stride 1, unpadded (its im2col columns are its input as it is)?"""
+    tests = [b.icmp_signed("==", slot[s], I64(1 if s[0] in "ks" else 0)) for s in ("kh", "kw", "sh", "sw", "ph", "pw")]
+    return functools.reduce(b.and_, tests)
 
 
 def _conv_transpose_function(module: ir.Module, dtype) -> ir.Function:
@@ -734,6 +771,7 @@ def _fill_body(b: ir.IRBuilder, fn, dims, ptrs) -> None:
                     target = b.bitcast(out, ty.as_pointer())
                     with counted(b, fn, I64(0), d["count"], 1, f"fill{width}") as i:
                         b.store(value, b.gep(target, [i], inbounds=True))
+
 
 def _embed_body(b: ir.IRBuilder, fn, dims, ptrs) -> None:
     """out = source, then src's (outer, count, inner) rows over rows start, start + step, ... (EMBED_SLOTS)."""

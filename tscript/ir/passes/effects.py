@@ -35,6 +35,9 @@ def is_random(node: Node) -> bool:
     return random
 
 
+_EMPTIES = {"aten::empty", "aten::empty_like"}
+
+
 def writes_memory(node: Node) -> bool:
     op = OPS.get(node.kind)
     return op is not None and op.mutates is not None
@@ -69,11 +72,22 @@ def view_source(node: Node) -> Value | None:
     return node.inputs[op.out_alias]
 
 
-def mutated_values(graph: Graph) -> set:
+def mutated_values(graph: Graph, initial_fills: bool = True) -> set:
     """Every value that an in-place op may change: written values and all their view relatives
-    (empty at the cost of one walk when nothing is written in place, the usual case)."""
-    written = {n.inputs[OPS[n.kind].mutates] for n in graph.all_nodes() if writes_memory(n)}
+    (empty at the cost of one walk when nothing is written in place, the usual case). Without
+    `initial_fills`, filling a fresh `torch.empty` tensor that nothing else reads (`empty(...).uniform_()`)
+    does not count: it only gives the tensor its first contents (for passes that move readers; passes
+    that merge or drop nodes must count it, or two such tensors would become one)."""
+    written = {n.inputs[OPS[n.kind].mutates] for n in graph.all_nodes()
+               if writes_memory(n) and (initial_fills or not _initializes(n))}
     return alias_closure(graph, written) if written else set()
+
+
+def _initializes(node: Node) -> bool:
+    """Does the in-place `node` write the first contents of a fresh empty tensor read by nothing else?"""
+    target = node.inputs[OPS[node.kind].mutates]
+    return target.node is not None and target.node.kind in _EMPTIES and len(target.uses) == 1 and \
+        OPS[node.kind].mutates == 0
 
 
 def alias_closure(graph: Graph, values: set) -> set:

@@ -63,7 +63,7 @@ def _broadcasts_into(shape, target) -> bool:
 
 def fuse(graph: Graph) -> bool:
     """Form fusion groups in every block; True if any group was made."""
-    mutable = mutated_values(graph)
+    mutable = mutated_values(graph, initial_fills=False)
     return _block(graph, graph.block, mutable)
 
 
@@ -184,7 +184,7 @@ def _row_role(graph: Graph, node: Node, shape: tuple, mutable: set) -> str | Non
 
 def fuse_rows(graph: Graph) -> bool:
     """Form row groups (at least one reduction or softmax inside); True if any was made."""
-    mutable = mutated_values(graph)
+    mutable = mutated_values(graph, initial_fills=False)
     changed = False
     for block in _blocks(graph.block):
         grouped: set = set()

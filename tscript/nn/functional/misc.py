@@ -1,11 +1,11 @@
 """Dropout, embedding, one_hot and vector-similarity functions of
 nn.functional, composed of differentiable tensor ops (random masks come from the global RNG
-through `bernoulli_`)."""
+through `rand`)."""
 from __future__ import annotations
 
 import warnings
 
-from ..._creation import arange, empty
+from ..._creation import arange, empty, rand
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
 from tscript_runtime.ops.rules import broadcast_shapes
@@ -28,7 +28,9 @@ def _dropout(input: Tensor, p: float, training: bool, inplace: bool, noise_shape
         return input
     if p == 1:
         return input.mul_(0) if inplace else input * 0
-    noise = empty(noise_shape, dtype=input.dtype).bernoulli_(1 - p).div_(1 - p)
+    # (a draw below 1 - p keeps the element: bernoulli's rule, written with the functional rand so that
+    # compiled code can draw the mask before its native call and fuse the rest)
+    noise = (rand(noise_shape, dtype=input.dtype) < 1 - p).to(input.dtype) / (1 - p)
     return input.mul_(noise) if inplace else input * noise
 
 

@@ -1,6 +1,6 @@
 """The kernel library: native functions any compiled model may call (GEMMs for few rows, a packed GEMM
 for many (packed_gemm.py), im2col,
-max-pooling, running a kernel's two halves at once on a native worker thread). They are the same for every model, so they are built once — one LLVM module, compiled
+max-pooling, depthwise convolution, running a kernel's two halves at once on a native worker thread). They are the same for every model, so they are built once — one LLVM module, compiled
 for this CPU through the on-disk object cache, linked once per process — and models' code imports
 them by name, like the BLAS. The names carry the ABI, so a changed signature must get a new name.
 
@@ -18,6 +18,10 @@ FUNCTIONS = {
     "tscript_gemm_nn_f32": ("gemm", "define_gemm_nn", ["f32*", "f32*", "f32*"] + ["i64"] * 6 + ["i1"]),
     "tscript_im2col_f32": ("conv", "define_im2col", ["i64*", "f32*", "f32*"]),
     "tscript_im2col_f64": ("conv", "define_im2col", ["i64*", "f64*", "f64*"]),
+    "tscript_depthwise2d_f32": ("depthwise", "define_depthwise", ["i64*", "i8*", "i64*", "f64*"]),
+    "tscript_depthwise2d_f64": ("depthwise", "define_depthwise", ["i64*", "i8*", "i64*", "f64*"]),
+    "tscript_depthwise2d_scratch_f32": ("depthwise", "define_depthwise", ["i64*", "i8*", "i64*", "f64*"]),
+    "tscript_depthwise2d_scratch_f64": ("depthwise", "define_depthwise", ["i64*", "i8*", "i64*", "f64*"]),
     "tscript_max_pool2d_f32": ("conv", "define_max_pool2d", ["i64*", "f32*", "f32*"]),
     "tscript_max_pool2d_f64": ("conv", "define_max_pool2d", ["i64*", "f64*", "f64*"]),
     "tscript_parallel2": ("parallel", "define_pool", ["i8*", "i64*", "i8*", "i64*", "i8*", "i64*", "f64*"]),
