@@ -268,15 +268,20 @@ class EntryLayout:
         tensors = [gates, weight, *ins[1:1 + states]]
         if any(self.kinds.get(v) != "tensor" for v in tensors):
             raise NotLowerable(f"{node['kind']} of values that are not tensors")
+        function = self._blas_outputs(node, outs)
+        self.steps.append(RecurrentStep(index, cell, gates, ins[1], ins[2] if cell == "lstm" else None, weight,
+                                        bias if self.kinds.get(bias) == "tensor" else None, outs[0],
+                                        outs[1] if cell == "lstm" else None, function, step.split_min))
+
+    def _blas_outputs(self, node: dict, outs: list) -> str:
+        """The BLAS GEMM function of a node computing float32/float64 (its outputs: new roots)."""
         function = GEMM_DTYPES.get(tensor_type(node["outputs"][0].get("type", ""))[1])
         if function is None:
             raise NotLowerable(f"{node['kind']} of dtype {node['outputs'][0].get('type')} (BLAS has float32/64)")
         for o in outs:
             self._tensor_out(node, o)
             self._new_root(o, 0)
-        self.steps.append(RecurrentStep(index, cell, gates, ins[1], ins[2] if cell == "lstm" else None, weight,
-                                        bias if self.kinds.get(bias) == "tensor" else None, outs[0],
-                                        outs[1] if cell == "lstm" else None, function, step.split_min))
+        return function
 
     def _draw(self, index: int, node: dict, out: str) -> None:
         kind, ins = node["kind"], node["inputs"]
@@ -305,12 +310,7 @@ class EntryLayout:
                 inputs[name] = value
             elif name != "bias":
                 raise NotLowerable(f"{node['kind']} of values that are not tensors")
-        function = GEMM_DTYPES.get(tensor_type(node["outputs"][0].get("type", ""))[1])
-        if function is None:
-            raise NotLowerable(f"{node['kind']} of dtype {node['outputs'][0].get('type')} (BLAS has float32/64)")
-        for o in outs:
-            self._tensor_out(node, o)
-            self._new_root(o, 0)
+        function = self._blas_outputs(node, outs)
         self.steps.append(RecurrentBackwardStep(index, cell, inputs, outs, function, step.small_m, step.split_min))
 
     def _view(self, node: dict, out: str, source: str, moves_start: bool) -> None:
