@@ -32,6 +32,10 @@ anchor (below 1: tscript is faster), and which tscript variants ran the whole gr
     python -m benchmarks models
     TSCRIPT_BENCH_MODELS=resnet18,gpt python -m benchmarks models     # some models only
     TSCRIPT_BENCH_MODELS_BUDGET=4 python -m benchmarks models         # seconds per case (default 2)
+
+Then the training steps (models_training.py: a small CNN with train-mode batch norm, this GPT), compiled
+with backward=True against PyTorch eager and torch.compile; keys cnn_train and gpt_train:
+    TSCRIPT_BENCH_MODELS=gpt_train,cnn_train python -m benchmarks models
 """
 import contextlib
 import io
@@ -249,6 +253,20 @@ def _architectures(lib) -> SimpleNamespace:
         def forward(self, image):
             return self.main(image).view(-1, 1).squeeze(1)
 
+    # the small CNN of the training row (models_training.py): two conv-bn-relu-pool stages, a linear classifier
+    class SmallCNN(nn.Module):
+        def __init__(self, num_classes=10):
+            super().__init__()
+
+            def stage(cin, cout):
+                return [nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
+                        nn.MaxPool2d(2)]
+            self.features = nn.Sequential(*stage(3, 32), *stage(32, 64))
+            self.classifier = nn.Linear(64 * 8 * 8, num_classes)
+
+        def forward(self, x):
+            return self.classifier(lib.flatten(self.features(x), 1))
+
     # GPT (nanoGPT's shape: learned positions, pre-LayerNorm blocks, masked-softmax attention, tied head)
     class CausalSelfAttention(nn.Module):
         def __init__(self, n_embd, n_head, block_size, dropout):
@@ -352,7 +370,8 @@ def _architectures(lib) -> SimpleNamespace:
             return F.log_softmax(decoded, dim=1)
 
     return SimpleNamespace(ResNet18=ResNet18, MobileNetV2=MobileNetV2, SqueezeNet11=SqueezeNet11, Generator=Generator,
-                           Discriminator=Discriminator, GPT=GPT, Encoder=Encoder, LSTMLanguageModel=LSTMLanguageModel)
+                           Discriminator=Discriminator, GPT=GPT, Encoder=Encoder, LSTMLanguageModel=LSTMLanguageModel,
+                           SmallCNN=SmallCNN)
 
 
 TS = _architectures(ts)
@@ -668,14 +687,25 @@ def _notes(results: list[Result]) -> list[str]:
 
 
 def cases() -> list:
-    """Measure every model and print the table here (its columns are not the harness report's); no
-    harness cases."""
+    """Measure every model (inference, then the training steps of models_training.py) and print the
+    tables here (their columns are not the harness report's); no harness cases."""
+    from . import models_training  # here, not at the top: it builds on this module's models and checks
     wanted = {w.strip() for w in os.environ.get("TSCRIPT_BENCH_MODELS", "").split(",") if w.strip()}
     specs = [s for s in _specs() if not wanted or s.key in wanted]
+    training = models_training.selected(wanted)
     anchors = ", ".join(f"{n} {v}" for n, v in (("torch", getattr(torch, "__version__", None)),
                                                    ("onnxruntime", getattr(onnxruntime, "__version__", None))) if v)
-    print(f"\n[models] {len(specs)} cases; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "
-          f"anchors: {anchors or 'none installed (tscript variants only)'}")
+    print(f"\n[models] {len(specs)} cases, {len(training)} training steps; load average {os.getloadavg()[0]:.2f} "
+          f"on {os.cpu_count()} cores; anchors: {anchors or 'none installed (tscript variants only)'}")
+    if specs:
+        _inference(specs)
+    if training:
+        models_training.run(training)
+    return []
+
+
+def _inference(specs: list[Spec]) -> None:
+    """Measure the inference rows and print their table."""
     results, failed = [], []
     for spec in specs:
         print(f"  {spec.name}", flush=True)
@@ -696,4 +726,3 @@ def cases() -> list:
         print("onnxruntime is not installed: no onnxruntime column")
     if torch is None:
         print("PyTorch is not installed: tscript variants only, checked against tscript eager")
-    return []
