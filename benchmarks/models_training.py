@@ -125,7 +125,10 @@ def _first_step(spec: TrainSpec, step: Callable, model, t0: float | None = None)
 
 @contextlib.contextmanager
 def _cold_tscript():
-    """An empty object cache (TSCRIPT_CACHE_DIR) for the duration: a cold compile, not one from the cache."""
+    """An empty object cache (TSCRIPT_CACHE_DIR) for the duration: a cold compile of the model's code, not
+    one from the cache. The kernel library (the same for every model, built once per install) is loaded first."""
+    from tscript_runtime.native import library
+    library.addresses()
     saved = os.environ.get("TSCRIPT_CACHE_DIR")
     with tempfile.TemporaryDirectory(prefix="tscript-cold-") as tmp:
         os.environ["TSCRIPT_CACHE_DIR"] = tmp

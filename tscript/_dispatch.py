@@ -8,6 +8,7 @@ which costs nothing on the fast path.
 import numpy as np
 
 from tscript_runtime.errors import OpError, OpIndexError, OpRuntimeError, OpTypeError, OpValueError
+from tscript_runtime.meta import computes_tensor, meta_call
 from tscript_runtime.ops import OPS, OpDef
 from tscript_runtime.ops.narrow import NARROW_CHARS
 from tscript_runtime.ops.registry import TensorMeta
@@ -20,6 +21,10 @@ from .autograd.record import run_recorded
 _NUMBERS = (int, float, bool, complex)
 _ndarray = np.ndarray
 _CLEAN = ((IndexError, OpIndexError), (TypeError, OpTypeError), (ValueError, OpValueError))
+
+
+def _meta_kernel(op: OpDef):
+    return lambda *arrays: meta_call(op, list(arrays))
 
 
 def _is_tensor(x) -> bool:
@@ -49,6 +54,8 @@ def dispatch(op: OpDef, args: tuple, kwargs: dict | None = None):
     for i in op.list_pos:
         arrays[i] = _unwrap_list(op, args, i)
         needs_grad = needs_grad or any(t is not None and t._requires_grad for t in args[i])
+    if _trace_state.dataless and computes_tensor(op):
+        kernel = _meta_kernel(op)
     if needs_grad and _grad_state.enabled:
         result = run_recorded(op, args, arrays, lambda arr: _run(op, kernel, args, arr),
                               lambda out: _wrap(op, out, args, arrays))

@@ -9,6 +9,7 @@ import warnings
 
 class _State:
     recorder = None  # the active tscript.frontend.tracer.Recorder, if any
+    dataless = False  # ops that make fresh tensors give zeros of their shape (tscript_runtime.meta)
 
 
 state = _State()

@@ -47,19 +47,33 @@ class Differentiated:
 
 def differentiate(graph: Graph, wrt: list[Value], example_inputs: list, recompute: bool = True) -> Differentiated:
     """Forward and backward graphs of `graph` for gradients with respect to `wrt` (inputs of `graph`),
-    recorded on `example_inputs`; `recompute=False` saves every value the backward reads."""
+    recorded on `example_inputs`; `recompute=False` saves every value the backward reads.
+
+    Recording needs the shapes and dtypes of values, not their data: it runs on zeros of the right
+    shapes, computing nothing (tscript_runtime.meta), unless a value depends on the data (control
+    flow, data-dependent shapes); then it runs on the examples' values."""
+    try:
+        return _differentiate(graph, wrt, example_inputs, recompute, dataless=True)
+    except CompileError:
+        raise
+    except Exception:  # noqa: BLE001 - a value only the data can give: record on real values
+        return _differentiate(graph, wrt, example_inputs, recompute, dataless=False)
+
+
+def _differentiate(graph: Graph, wrt: list[Value], example_inputs: list, recompute: bool,
+                   dataless: bool) -> Differentiated:
     forward = graph.copy()
     by_name = {v.name: v for v in forward.inputs}
     wrt = [by_name[v.name] for v in wrt]
-    env = example_values(forward, example_inputs)
+    env = example_values(forward, example_inputs, dataless)
     live = live_values(forward, wrt, env)
     outputs = flat_outputs(forward)
     reaches = output_reach(forward, outputs, wrt, live)
-    bw = _record(forward, env, live, outputs, wrt, frozenset())
+    bw = _record(forward, env, live, outputs, wrt, frozenset(), dataless)
     if recompute:
         chosen = recomputable(forward, bw.saved, env)
         if chosen:
-            bw = _record(forward, env, live, outputs, wrt, chosen)
+            bw = _record(forward, env, live, outputs, wrt, chosen, dataless)
     _generalize_types(bw.graph)
     saved = saved_outputs(forward, bw.saved)
     for v in saved:
@@ -68,9 +82,10 @@ def differentiate(graph: Graph, wrt: list[Value], example_inputs: list, recomput
     return Differentiated(forward, bw.graph, outputs, saved, [v in bw.grads for v in wrt], reaches)
 
 
-def _record(forward: Graph, env: dict, live: set, outputs: list, wrt: list, recompute: frozenset) -> Backward:
+def _record(forward: Graph, env: dict, live: set, outputs: list, wrt: list, recompute: frozenset,
+            dataless: bool) -> Backward:
     bw = Backward(forward, env, live, recompute)
-    bw.record(outputs, wrt)
+    bw.record(outputs, wrt, dataless)
     eliminate_dead_code(bw.graph)
     n_grads = len(outputs)
     for k in reversed(range(len(bw.saved))):  # saved values the backward ended up not reading

@@ -62,10 +62,12 @@ class Backward:
         self._stale = stale_values(forward)
 
     # -- the walk ---------------------------------------------------------------------------------------
-    def record(self, outputs: list[Value], wrt: list[Value]) -> None:
+    def record(self, outputs: list[Value], wrt: list[Value], dataless: bool = False) -> None:
         """Inputs: one gradient per forward output (then the saved values); outputs: one gradient
-        per `wrt` value (zeros where it does not reach the outputs)."""
+        per `wrt` value (zeros where it does not reach the outputs). `dataless`: the formulas' ops
+        compute shapes only (tscript_runtime.meta)."""
         previous, _tracing.state.recorder = _tracing.state.recorder, self.rec
+        was, _tracing.state.dataless = _tracing.state.dataless, dataless
         try:
             with no_grad(), warnings.catch_warnings():
                 warnings.simplefilter("error", _tracing.TracerWarning)
@@ -78,7 +80,7 @@ class Backward:
                     g = self.grads.get(v)
                     self.graph.add_output(self.rec.value_of(g if g is not None else self.zeros(v)))
         finally:
-            _tracing.state.recorder = previous
+            _tracing.state.recorder, _tracing.state.dataless = previous, was
 
     def walk(self, block: Block) -> None:
         """Run the gradient rule of every node of `block` that has an output gradient, last node first."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from tscript_runtime.executor import ArrayDomain, Program
+from tscript_runtime.meta import DataDependent, MetaDomain
 from tscript_runtime.ops import OPS
 from tscript_runtime.ops.random import default_generator
 
@@ -24,20 +25,22 @@ from ..ir.graph_json import graph_to_json
 from .errors import unsupported
 
 
-def example_values(graph: Graph, inputs: list) -> dict[Value, object]:
+def example_values(graph: Graph, inputs: list, dataless: bool = False) -> dict[Value, object]:
     """Every value of `graph` (in If blocks too) on `inputs`. Nothing changes: the inputs are not
     modified (a module is read through a copying view, so running stats are not updated) and the
-    default random generator is where it was (compiling does not shift the random stream)."""
+    default random generator is where it was (compiling does not shift the random stream).
+    `dataless`: computed tensors are zeros of their shapes (tscript_runtime.meta; DataDependent when a
+    value needs the data, e.g. control flow on it)."""
     env = {v: _snapshot(x) for v, x in zip(graph.inputs, inputs)}
     state = default_generator.get_state()
     try:
-        _evaluate(graph, graph.block, list(graph.inputs), env)
+        _evaluate(graph, graph.block, list(graph.inputs), env, dataless)
     finally:
         default_generator.set_state(state)
     return env
 
 
-def _evaluate(graph: Graph, block: Block, free: list, env: dict) -> None:
+def _evaluate(graph: Graph, block: Block, free: list, env: dict, dataless: bool = False) -> None:
     g = Graph()
     g.constants = graph.constants
     value_map = {v: g.add_input(v.type, v.name) for v in free}
@@ -50,7 +53,10 @@ def _evaluate(graph: Graph, block: Block, free: list, env: dict) -> None:
         if node.kind == "prim::PythonOp":  # a scripted @ignore call: no IR to differentiate or run
             raise unsupported(node, f"it calls the Python function '{node.attrs.get('name', '?').split('#')[0]}' "
                                     f"(marked @tscript.jit.ignore), which a compiled model cannot run")
-    outputs = Program(graph_to_json(g), ArrayDomain(g.constants)).run([env[v] for v in free])
+    if dataless and any(n.blocks for n in g.all_nodes()):
+        raise DataDependent("control flow depends on the data")
+    domain = MetaDomain(g.constants) if dataless else ArrayDomain(g.constants)
+    outputs = Program(graph_to_json(g), domain).run([env[v] for v in free])
     env.update(zip(defined, outputs))
     for node in block.nodes:
         if node.kind == "prim::If":
