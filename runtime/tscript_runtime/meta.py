@@ -5,12 +5,16 @@ tensor data (a shape like `nonzero`'s, `x.item()`) raises DataDependent: the cal
 Compilers use it where only the types of values matter (recording a backward graph)."""
 from __future__ import annotations
 
+import math
+import mmap
+
 import numpy as np
 
 from .executor import ArrayDomain
 from .ops.registry import TensorMeta
 
 
+_PAGES_FROM = 1 << 16  # bytes from which zeros are fresh pages
 SHAPE_READS = {"aten::size", "aten::size.all", "aten::dim", "aten::numel", "aten::is_floating_point",
                "aten::is_complex", "prim::dtype", "prim::device", "prim::requires_grad"}
 
@@ -31,8 +35,18 @@ def meta_call(op, arrays: list):
     metas = out if isinstance(out, tuple) else (out,)
     if any(not isinstance(d, int) for m in metas for d in m.shape):
         raise DataDependent(f"{op.name}: its shape depends on the data")
-    zeros = tuple(np.zeros(m.shape, m.dtype) for m in metas)
+    zeros = tuple(_zeros(m.shape, m.dtype) for m in metas)
     return zeros if isinstance(out, tuple) else zeros[0]
+
+
+def _zeros(shape: tuple, dtype) -> np.ndarray:
+    """Zeros that cost nothing until touched: large ones on fresh anonymous pages (np.zeros may clear
+    memory taken back from the heap)."""
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes < _PAGES_FROM:
+        return np.zeros(shape, dtype)
+    return np.frombuffer(mmap.mmap(-1, nbytes), dtype).reshape(shape)
 
 
 def reads_data(op) -> bool:
