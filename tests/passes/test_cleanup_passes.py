@@ -152,6 +152,21 @@ graph(%x : Float(8, 4), %w : Float(10, 4)):
     assert not propagate_shapes(g)  # a fixed point: nothing more to refine
 
 
+def test_symbolic_dims_reach_tuple_outputs():
+    """A tuple's type follows its items': a model returning (logits, state) reports the dynamic dim too."""
+    g = parse_ir("""
+graph(%x : Float(8, 4)):
+  %r : Float(8, 4) = aten::relu(%x)
+  %t : Tuple[Float(8, 4), Float(8, 4)] = prim::TupleConstruct(%r, %x)
+  return (%t)
+""")
+    mark_dynamic(g, {0: [0]})
+    assert propagate_shapes(g)
+    verify(g)
+    assert "Tuple[Float(batch, 4), Float(batch, 4)] = prim::TupleConstruct" in str(g)
+    assert not propagate_shapes(g)
+
+
 def test_inline_replaces_calls_by_the_callee_body():
     callee = parse_ir("""
 graph(%a : Float(2)):

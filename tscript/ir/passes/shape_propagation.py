@@ -7,7 +7,7 @@ from __future__ import annotations
 from tscript_runtime.ops import OPS, TensorMeta
 
 from ..graph import Graph, Node, Value
-from ..types import TensorType, tensor_type
+from ..types import TensorType, TupleType, tensor_type
 from .constant_propagation import constant_value
 
 _UNKNOWN = object()
@@ -69,6 +69,12 @@ def _arg(graph: Graph, v: Value, known: dict):
 
 
 def _node(graph: Graph, node: Node, known: dict) -> bool:
+    if node.kind == "prim::TupleConstruct":  # its type follows its items' (symbolic dims included)
+        new = TupleType(tuple(v.type for v in node.inputs))
+        if isinstance(node.output.type, TupleType) and new != node.output.type:
+            node.output.type = new
+            return True
+        return False
     if node.kind == "prim::ListConstruct":
         items = [_arg(graph, v, known) for v in node.inputs]
         if all(i is not _UNKNOWN for i in items):
