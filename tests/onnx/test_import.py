@@ -7,6 +7,7 @@ import pytest
 
 import tscript as ts
 import tscript_runtime
+from tscript_runtime.errors import ModelError
 
 from tests.onnx.helpers import arrays, assert_close, ort_outputs
 
@@ -222,6 +223,38 @@ def _lstm_model(direction: str, layout: int, states: bool, opset: int = 14):
 def test_lstm_imports_with_onnx_runtimes_outputs(direction, states):
     m, inputs = _lstm_model(direction, 0, states)
     _check(m, *inputs.values(), atol=1e-5)
+
+
+def _recurrent_model(op: str, direction: str, states: bool, **attrs):
+    """An ONNX GRU or RNN node over (seq 4, batch 3, width 6) with hidden size 5."""
+    gates = {"GRU": 3, "RNN": 1}[op]
+    dirs, hidden = (2 if direction == "bidirectional" else 1), 5
+    inits = {"w": f32(dirs, gates * hidden, 6, seed=1) * 0.5, "r": f32(dirs, gates * hidden, hidden, seed=2) * 0.5,
+             "b": f32(dirs, 2 * gates * hidden, seed=3) * 0.5}
+    inputs = {"x": f32(4, 3, 6, seed=4)} | ({"h0": f32(dirs, 3, hidden, seed=5)} if states else {})
+    names = ["x", "w", "r", "b"] + (["", "h0"] if states else [])
+    layer = node(op, names, ["y", "yh"], hidden_size=hidden, direction=direction, **attrs)
+    return model([layer], inputs, inits, ["y", "yh"], 14), inputs
+
+
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+@pytest.mark.parametrize("states", [False, True], ids=["zero_states", "given_states"])
+@pytest.mark.parametrize("op, attrs", [("GRU", {"linear_before_reset": 1}), ("RNN", {}),
+                                       ("RNN", {"activations": ["Relu"]})], ids=["gru", "rnn_tanh", "rnn_relu"])
+def test_gru_and_rnn_import_with_onnx_runtimes_outputs(op, attrs, direction, states):
+    if direction == "bidirectional" and "activations" in attrs:
+        attrs = {"activations": ["Relu", "Relu"]}
+    m, inputs = _recurrent_model(op, direction, states, **attrs)
+    _check(m, *inputs.values(), atol=1e-5)
+
+
+@pytest.mark.parametrize("op, attrs, message", [
+    ("GRU", {}, "linear_before_reset=0"), ("RNN", {"activations": ["Sigmoid"]}, "activations"),
+    ("GRU", {"linear_before_reset": 1, "clip": 2.0}, "clip")])
+def test_recurrent_options_the_loops_do_not_compute_are_refused(op, attrs, message):
+    m, _ = _recurrent_model(op, "forward", False, **attrs)
+    with pytest.raises(ModelError, match=message):
+        ts.onnx.load(m)
 
 
 @pytest.mark.parametrize("direction", ["forward", "bidirectional"])

@@ -16,7 +16,7 @@ import numpy as np
 from tscript_runtime import dtypes as dt
 
 from .import_context import Dims, ImportContext, optional_input as _opt, require_inputs as _need
-from .import_lstm import lstm
+from .import_recurrent import recurrent
 
 ROWS: dict = {}
 INT64 = np.dtype(np.int64)
@@ -759,4 +759,4 @@ def _einsum(ctx, node, attrs):
     return ctx.emit("aten::einsum", attrs.get("equation", ""), [ctx.tensor(n) for n in node.input if n])
 
 
-ROWS["LSTM"] = lstm
+ROWS["LSTM"] = ROWS["GRU"] = ROWS["RNN"] = recurrent
