@@ -73,22 +73,22 @@ def recurrent_function(module: ir.Module, cell: str, fty) -> ir.Function:
               d["B"], width), size))]), "bias": bias8, "h": b.gep(hs8, [b.mul(t, state)]), "c": c8, "prev_units": prev}
         with b.if_else(split) as (halves, whole):
             with halves:
-                _fill(b, parts[0], at, I64(0), d["H"], size, g)
-                _fill(b, parts[1], at, cut, d["H"], size, g)
+                _fill(b, parts[0], at, I64(0), d["H"], size)
+                _fill(b, parts[1], at, cut, d["H"], size)
                 b.store(cut, sizes)
                 b.store(b.sub(d["H"], cut), b.gep(sizes, [I64(1)]))
                 b.call(library.declare(module, "tscript_parallel2"),
                        [b.bitcast(part_fn, I8P), sizes, b.bitcast(parts[0], I8P), b.gep(sizes, [I64(1)]),
                         b.bitcast(parts[1], I8P), dims, ir.Constant(F64.as_pointer(), None)])
             with whole:
-                _fill(b, parts[0], at, I64(0), d["H"], size, g)
+                _fill(b, parts[0], at, I64(0), d["H"], size)
                 b.store(d["H"], sizes)
                 b.call(part_fn, [sizes, parts[0], dims, ir.Constant(F64.as_pointer(), None)])
     b.ret_void()
     return fn
 
 
-def _fill(b: ir.IRBuilder, part, at: dict, unit, hidden, size, g: int) -> None:
+def _fill(b: ir.IRBuilder, part, at: dict, unit, hidden, size) -> None:
     """The pointers of the part starting at hidden unit `unit`: each at that unit (the weight: its row)."""
     unit_bytes = b.mul(unit, size)
     offsets = {"weight": b.mul(unit_bytes, hidden), "product": unit_bytes, "gates": unit_bytes, "bias": unit_bytes,
