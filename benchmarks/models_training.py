@@ -200,7 +200,8 @@ def _errors(candidates: dict, reference: str) -> dict:
 def _native(compiled, step: Callable) -> tuple[dict, list]:
     """Whether the compiled forward and backward each ran as one native call (two more steps), and
     for those that did not, why."""
-    executables = {"fwd": compiled.executable, "bwd": compiled.backward_executable}
+    step()  # the backward a step runs (the parameters' gradients only) is the variant compiled last
+    executables = {"fwd": compiled.executable, "bwd": list(compiled._variants.values())[-1].executable}
     native = {k: models._one_native_call(e, step) for k, e in executables.items()}
     return native, [f"{k}: {executables[k].describe()}" for k, ok in native.items() if not ok]
 

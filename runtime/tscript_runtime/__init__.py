@@ -9,7 +9,10 @@ import warnings
 from . import dtypes, ops
 from .errors import InputError, ModelError
 from .model import Model, load
+from .native import eager as _eager
 from .threads import get_num_threads, set_num_threads
+
+_eager.install()  # conv, pooling and im2col kernels call the kernel library (linked at their first call)
 
 # numpy warns about 1/0 and log(-1); PyTorch returns inf/nan silently, and so do our kernels.
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"tscript_runtime\.ops(\..*)?$")

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from .entry_steps import (ALIASES, CONTAINERS, CONVS, FLOAT_SUFFIX, GEMM_DTYPES, GEMMS, OFFSET_VIEWS, PLANNED_PRIMS,
                           DRAWS_INTO, FILLS, POOLS, RECURRENT, RECURRENT_BACKWARD, SHAPE_READS, STEP_KINDS, STRIDED_VIEWS, VIEW_LISTS, WINDOW_ARITY, CatStep, GatherStep,
-                          DrawStep, EmbedStep, FillStep, GemmStep, KernelStep, NotLowerable, RecurrentBackwardStep, RecurrentStep, ReduceStep, Root, ScatterStep, WindowStep, scalar_op,
+                          DrawStep, EmbedStep, FillStep, GemmStep, KernelStep, NotLowerable, ColumnsStep, PoolIndicesStep, UpdateStep, RecurrentBackwardStep, RecurrentStep, ReduceStep, Root, ScatterStep, WindowStep, scalar_op,
                           tensor_type)
 from .graph_json import TensorRef, decode_attr
 
@@ -33,6 +33,7 @@ class EntryLayout:
     offset_slots: dict = field(default_factory=dict)  # offset view -> plan slot of its byte offset
     empties: set = field(default_factory=set)     # torch.empty tensors (never written by the entry)
     drawn: list = field(default_factory=list)     # roots of random tensors, in the order they are drawn
+    written_fixed: set = field(default_factory=set)  # fixed roots (module buffers) written in place by steps
 
     @classmethod
     def build(cls, graph: dict, steps: list, specs: dict) -> "EntryLayout":
@@ -96,6 +97,12 @@ class EntryLayout:
                 self._scatter(index, node, outs[0])
             elif step.template == "reduce":
                 self._reduce(index, node, outs[0])
+            elif step.template in ("update", "copy"):
+                self._update(index, node, outs[0])
+            elif step.template == "max_pool2d_with_indices":
+                self._pool_indices(index, node, outs)
+            elif step.template == "columns":
+                self._columns(index, node, outs[0])
             elif step.template == "draw":
                 self._draw(index, node, outs[0])
             elif step.template == "embed":
@@ -258,6 +265,43 @@ class EntryLayout:
         self._tensor_out(node, out)
         self._new_root(out, 0)
         self.steps.append(ReduceStep(index, source, out, suffix))
+
+    def _update(self, index: int, node: dict, out: str) -> None:
+        """add_ of a scalar or copy_ of a tensor into a module's buffer or a tensor computed earlier (not
+        an input nor a tensor constant): written where it is, `out` the same tensor."""
+        kind, ins = node["kind"], node["inputs"]
+        target = ins[0]
+        if self.kinds.get(target) != "tensor":
+            raise NotLowerable(f"{kind} into a value that is not a tensor")
+        root = self.root_of[target]
+        if root not in self.computed and not any(src[0] == "attr" and name == root for src, name in self.fixed):
+            raise NotLowerable(f"{kind} into an input or a tensor constant")
+        source = ins[1] if kind == "aten::copy_" else None
+        if kind == "aten::copy_" and self.kinds.get(source) != "tensor":
+            raise NotLowerable("copy_ of a value that is not a tensor")
+        if kind == "aten::add_" and any(self.kinds.get(v) in ("tensor", "container") for v in ins[1:]):
+            raise NotLowerable("add_ of a tensor (only a scalar is added natively)")
+        if root not in self.computed:
+            self.written_fixed.add(root)
+        self._view(node, out, target, False)
+        self.steps.append(UpdateStep(index, kind, target, source, out))
+
+    def _pool_indices(self, index: int, node: dict, outs: list) -> None:
+        suffix = FLOAT_SUFFIX.get(tensor_type(node["outputs"][0].get("type", ""))[1])
+        if len(node["inputs"]) != 6 or len(outs) != 2 or suffix is None or self.kinds.get(node["inputs"][0]) != "tensor":
+            raise NotLowerable("max_pool2d_with_indices of other than a float32/float64 tensor")
+        for o in outs:
+            self._tensor_out(node, o)
+            self._new_root(o, 0)
+        self.steps.append(PoolIndicesStep(index, node["inputs"][0], outs[0], outs[1], suffix))
+
+    def _columns(self, index: int, node: dict, out: str) -> None:
+        suffix = FLOAT_SUFFIX.get(tensor_type(node["outputs"][0].get("type", ""))[1])
+        if suffix is None or self.kinds.get(node["inputs"][0]) != "tensor":
+            raise NotLowerable(f"{node['kind']} of other than a float32/float64 tensor")
+        self._tensor_out(node, out)
+        self._new_root(out, 0)
+        self.steps.append(ColumnsStep(index, node["kind"], node["inputs"][0], out, suffix))
 
     def _recurrent(self, index: int, node: dict, outs: list, step) -> None:
         cell, ins = RECURRENT[node["kind"]], node["inputs"]

@@ -4,7 +4,9 @@ dimensions), or Unplannable (the executor runs that signature)."""
 from __future__ import annotations
 
 import ctypes
+import itertools
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,7 +17,8 @@ from .entry_steps import (DRAWS, DRAWS_INTO, ALIASES, AVG_POOLS, CONVS, GEOMETRY
                           NO_TRANS, OFFSET_VIEWS, RECURRENT_SLOTS, SHAPE_READS, SPLIT_COLUMNS, STRIDED_VIEWS, TRANS,
                           VIEW_LISTS, BACKWARD_SLOTS, CatStep, DrawStep, EMBED_SLOTS, EmbedStep, FILLS, FILL_SLOTS, FillStep,
                           GatherStep, GemmStep, KernelStep, RecurrentBackwardStep, RecurrentStep, ReduceStep,
-                          ScatterStep, WindowStep, window_slots)
+                          ScatterStep, WindowStep, window_slots, COLUMN_SLOTS, UPDATE_SLOTS, ColumnsStep,
+                          PoolIndicesStep, UpdateStep)
 from .graph_json import TensorRef, decode_attr
 from .ops import OPS
 from .ops.reductions import reduce_dims
@@ -405,10 +408,14 @@ def _plan_conv(step: WindowStep, env: dict, x, args: list) -> list:
     if per_group == 1:  # one input channel per group (depthwise): the library's direct kernel, its padded planes
         from .native.library.depthwise import scratch_bytes
         scratch, pack = scratch_bytes(dict(zip(GEOMETRY, geometry)), x.itemsize), 0
-    else:  # im2col columns (none for a 1x1 stride-1 unpadded convolution: its input is them), GEMM panels
+    else:  # im2col columns (none for a 1x1 stride-1 unpadded convolution: its input is them), GEMM panels;
+        # small images several at a time: their columns side by side, then the product's (O, images*L)
+        from .native.library.conv import PACKED_FROM, images_per_gemm
+        images = images_per_gemm(x.shape[0] if x.ndim == 4 else 1, groups, length)
         pointwise = kernel == (1, 1) and tuple(g.stride) == (1, 1) and tuple(g.padding) == (0, 0)
-        scratch = 0 if pointwise else k * length * x.itemsize
-        pack = _pack_bytes(o, length, k) if x.dtype == np.float32 and not 3 <= o <= step.small_m else 0
+        scratch = (k + o) * images * length * x.itemsize if images > 1 else 0 if pointwise else k * length * x.itemsize
+        few = 3 <= o <= min(step.small_m, PACKED_FROM - 1)
+        pack = _pack_bytes(o, images * length, k) if x.dtype == np.float32 and not few else 0
     return geometry + [x.shape[0] if x.ndim == 4 else 1, o, k, length, groups, scratch, pack]
 
 
@@ -497,26 +504,81 @@ def _along(kind: str, source, index, dim, dtype) -> list:
 
 
 def _plan_reduce(step: ReduceStep, node: dict, env: dict, ints) -> None:
-    """The reduced dims as one run: (outer, reduced, inner) of a C-contiguous source."""
+    """The source seen as (outer, reduced, inner, reduced2) (REDUCE_SLOTS): the reduced dims one run, or
+    two runs around kept dims (batch statistics over dims 0, 2, 3); C-contiguous, of the output's dtype."""
     source, out = env[step.source], env[step.out]
     ins = [env[v] for v in node["inputs"]]
     if not source.flags.c_contiguous or out.dtype != source.dtype:
         raise Unplannable(f"{node['kind']} of a non-contiguous source or to another dtype")
     dims = set(reduce_dims(source, ins[1] if len(ins) > 1 else None, node["kind"]))
-    wide = [d for d in range(source.ndim) if source.shape[d] != 1]  # size-1 dims go anywhere
-    run = [d for d in wide if d in dims]
-    if run and any(d not in dims for d in wide if run[0] < d < run[-1]):
-        raise Unplannable(f"{node['kind']} over dims that are not adjacent")
-    first, last = (run[0], run[-1]) if run else (source.ndim, source.ndim - 1)
+    marks = "".join("r" if d in dims else "k" for d in range(source.ndim) if source.shape[d] != 1)  # size-1 dims go anywhere
+    pattern = re.fullmatch(r"(k*)(r*)(k*)(r*)", marks)
+    if pattern is None:
+        raise Unplannable(f"{node['kind']} over dims that are not in at most two runs around kept dims")
+    wide = [source.shape[d] for d in range(source.ndim) if source.shape[d] != 1]
+    ends = list(itertools.accumulate(len(g) for g in pattern.groups()))
+    outer, reduced, inner, reduced2 = (math.prod(wide[a:b]) for a, b in zip([0] + ends[:-1], ends))
     count = math.prod(source.shape[d] for d in dims)
-    mean = node["kind"] == "aten::mean"
-    ints[step.dims:step.dims + step.n_slots] = [math.prod(source.shape[:first]), math.prod(source.shape[first:last + 1]),
-                                                math.prod(source.shape[last + 1:]), count if mean else 1]
+    divisor, variance = (count if node["kind"] == "aten::mean" else 1), 0
+    if node["kind"] == "aten::var":
+        correction = 1 if ins[2] is None else ins[2]
+        if correction != int(correction):
+            raise Unplannable("var with a fractional correction")
+        divisor, variance = max(0, count - int(correction)), 1
+    ints[step.dims:step.dims + step.n_slots] = [outer, reduced, inner, divisor, reduced2, variance]
+
+
+def _plan_update(step: UpdateStep, node: dict, env: dict, ints) -> None:
+    """add_: the increment (other * alpha) in the target's dtype; copy_: the bytes, a same-shaped,
+    same-typed C-contiguous source into a C-contiguous target (anything else: the executor)."""
+    target, ins = env[step.target], [env[v] for v in node["inputs"]]
+    if not target.flags.c_contiguous:
+        raise Unplannable(f"{step.kind} into a non-contiguous tensor")
+    if step.kind == "aten::copy_":
+        source = env[step.source]
+        if source.shape != target.shape or source.dtype != target.dtype or not source.flags.c_contiguous:
+            raise Unplannable("copy_ of another shape or dtype, or of a non-contiguous tensor")
+        ints[step.dims] = target.nbytes
+        return
+    value = ins[1] * (ins[2] if len(ins) > 2 else 1)
+    kind = target.dtype.kind
+    if kind not in "fiu" or target.dtype.itemsize not in (1, 2, 4, 8) or not isinstance(value, (bool, int, float)) or \
+            (kind != "f" and value != int(value)) or (kind == "f" and target.dtype.itemsize not in (4, 8)):
+        raise Unplannable(f"add_ of {value!r} to a {target.dtype} tensor")
+    bits = np.array(value).astype(target.dtype).tobytes()
+    ints[step.dims:step.dims + len(UPDATE_SLOTS)] = [target.size, target.dtype.itemsize,
+                                                     int.from_bytes(bits, "little", signed=True), int(kind == "f")]
+
+
+def _plan_pool_indices(step: PoolIndicesStep, node: dict, env: dict, ints) -> None:
+    x = env[step.input]
+    if not x.flags.c_contiguous or x.ndim not in (3, 4):
+        raise Unplannable("max_pool2d_with_indices of a non-contiguous input")
+    ints[step.dims:step.dims + len(GEOMETRY)] = _plan_max_pool(step, env, x, [env[v] for v in node["inputs"]])
+
+
+def _plan_columns(step: ColumnsStep, node: dict, env: dict, ints) -> None:
+    """The image's geometry, the images and the columns' element strides. im2col reads a C-contiguous
+    image; col2im reads columns with any strides and writes a C-contiguous image."""
+    from .ops.conv import _col2im_geometry, _im2col_geometry
+    x, out, args = env[step.input], env[step.out], [env[v] for v in node["inputs"]]
+    image, cols = (x, out) if step.kind == "aten::im2col" else (out, x)
+    if not image.flags.c_contiguous or not out.flags.c_contiguous or cols.ndim != 3:
+        raise Unplannable(f"{step.kind} of a non-contiguous image or unbatched columns")
+    if step.kind == "aten::im2col":
+        g = _im2col_geometry(_meta(x), *args[1:5])
+    else:
+        g = _col2im_geometry(_meta(x), *args[1:6])
+    n, c, h, w = image.shape
+    strides = [s // cols.itemsize for s in cols.strides]
+    ints[step.dims:step.dims + len(COLUMN_SLOTS)] = [c, h, w, *g.kernel, *g.stride, *g.padding, *g.dilation, *g.grid,
+                                                     n, *strides]
 
 
 # step type -> its call plan
 _PLANNERS = {GemmStep: _plan_gemm, WindowStep: _plan_window, CatStep: _plan_cat, GatherStep: _plan_gather,
-             ScatterStep: _plan_scatter, ReduceStep: _plan_reduce, RecurrentStep: _plan_recurrent,
+             ScatterStep: _plan_scatter, ReduceStep: _plan_reduce, UpdateStep: _plan_update,
+             PoolIndicesStep: _plan_pool_indices, ColumnsStep: _plan_columns, RecurrentStep: _plan_recurrent,
              FillStep: _plan_fill, DrawStep: lambda *args: None, EmbedStep: _plan_embed, RecurrentBackwardStep: _plan_recurrent_backward}
 
 

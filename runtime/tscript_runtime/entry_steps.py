@@ -68,18 +68,27 @@ STEP_KINDS = {"draw": DRAWS, "embed": {"aten::select_scatter", "aten::slice_scat
               "conv_transpose2d": {"aten::conv_transpose2d"}, "max_pool2d": {"aten::max_pool2d"},
               "avg_pool2d": set(AVG_POOLS), "cat": {"aten::cat", "aten::stack"},
               "gather": {"aten::index_select", "aten::gather"}, "scatter": {"aten::scatter_add", "aten::index_put"},
-              "reduce": {"aten::sum", "aten::mean"}}
+              "reduce": {"aten::sum", "aten::mean", "aten::var"}, "update": {"aten::add_"}, "copy": {"aten::copy_"},
+              "max_pool2d_with_indices": {"aten::max_pool2d_with_indices"}, "columns": {"aten::im2col", "aten::col2im"}}
 # Indexing along a dim of tensors seen as (outer, n, inner): the source's n, the index's n, the index's
 # bytes per element and the data's. index_select and index_put pick whole (outer, inner) slices by a 1-d
 # index; gather and scatter_add one element per index element (index shaped like the result). An index
 # outside the source stops the entry (the executor then raises PyTorch's error).
 GATHER_SLOTS = ("outer", "n_source", "n_index", "inner", "item_bytes", "index_bytes")
-# A sum or mean over adjacent dims of a C-contiguous tensor seen as (outer, reduced, inner); the
-# result is multiplied by 1 / divisor (mean: the count; sum: 1).
-REDUCE_SLOTS = ("outer", "reduced", "inner", "divisor")
+# A sum, mean or variance of a C-contiguous tensor seen as (outer, reduced, inner, reduced2): out[o, i]
+# reduces x[o, :, i, :] (adjacent dims: reduced2 is 1; batch statistics over dims 0, 2, 3 of NCHW: outer 1,
+# inner the channels). The sum is multiplied by 1 / divisor (mean: the count; sum: 1); a variance (flag 1)
+# is the sum of squared deviations from the mean divided by divisor (the count less the correction).
+REDUCE_SLOTS = ("outer", "reduced", "inner", "divisor", "reduced2", "variance")
+# An in-place add of a plan-time scalar (other * alpha) into every element of a tensor (BatchNorm's
+# num_batches_tracked += 1): elements, bytes each, the increment's bits in the tensor's dtype, is it float.
+UPDATE_SLOTS = ("count", "item_bytes", "pattern", "float")
 # The geometry of a convolution or pooling as the kernel library's im2col and max-pool kernels read it
 # (i64 each; C counts planes for pooling), and a convolution step's slots: that, then its sizes.
 GEOMETRY = ("C", "H", "W", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "OH", "OW")
+# im2col / col2im: GEOMETRY of the image (C, H, W: the image's channels and size; OH, OW: the grid of
+# blocks), the images, and the columns' element strides (images, rows, positions; col2im reads any).
+COLUMN_SLOTS = GEOMETRY + ("N", "s_n", "s_k", "s_l")
 CONV_SLOTS = GEOMETRY + ("N", "O", "K", "L", "G", "scratch", "pack")  # C and O: the channels of one group
 # A transposed convolution: its input's geometry (C: one group's input channels, H, W), the kernel, stride,
 # padding and dilation, its output size, images, one group's output channels, groups, and the scratch
@@ -267,6 +276,68 @@ class ReduceStep:
 
     def values(self) -> list:
         return [self.out, self.source]
+
+
+@dataclass
+class UpdateStep:
+    """An in-place write into an existing buffer (a module's buffer, or a tensor computed earlier):
+    `add_` of a scalar (UPDATE_SLOTS) or `copy_` of a tensor of the same shape and dtype (one slot: the
+    bytes). `out` is the written tensor itself (it shares the target's root); later steps see the value."""
+    node: int
+    kind: str
+    target: str
+    source: str | None       # copy_: the tensor copied
+    out: str
+    dims: int = 0
+
+    @property
+    def n_slots(self) -> int:
+        return len(UPDATE_SLOTS) if self.kind == "aten::add_" else 1
+
+    @property
+    def outputs(self) -> list:
+        return []            # (no new root: the target's is written)
+
+    def values(self) -> list:
+        return [v for v in (self.target, self.source) if v is not None]
+
+
+@dataclass
+class PoolIndicesStep:
+    """max_pool2d_with_indices: the maxima and, per output, the flat index into its input plane (GEOMETRY)."""
+    node: int
+    input: str
+    out: str
+    indices: str
+    function: str            # f32 or f64
+    dims: int = 0
+    n_slots = len(GEOMETRY)
+
+    @property
+    def outputs(self) -> list:
+        return [self.out, self.indices]
+
+    def values(self) -> list:
+        return [self.out, self.indices, self.input]
+
+
+@dataclass
+class ColumnsStep:
+    """im2col (an image's sliding blocks as columns) or col2im (columns summed back into an image)."""
+    node: int
+    kind: str
+    input: str
+    out: str
+    function: str            # f32 or f64
+    dims: int = 0
+    n_slots = len(COLUMN_SLOTS)
+
+    @property
+    def outputs(self) -> list:
+        return [self.out]
+
+    def values(self) -> list:
+        return [self.out, self.input]
 
 
 @dataclass

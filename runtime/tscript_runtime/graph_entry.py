@@ -80,6 +80,8 @@ class GraphEntry:
         attrs = [(i, src[1]) for i, (src, _) in enumerate(layout.fixed) if src[0] == "attr"]
         self._read = (reader or TreeReader)(attribute_trie(attrs), n) if attrs else None
         self._none = [None] * n
+        # module buffers the entry writes in place: a copy would take the writes, so those must be C-contiguous
+        self._written = {k for k, (_, name) in enumerate(layout.fixed) if name in layout.written_fixed}
         self._fixed_base = 1 + len(layout.inputs)
         tensors = set(layout.inputs)
         module = bool(layout.graph["inputs"]) and layout.graph["inputs"][0].get("type", "").startswith("__module__")
@@ -216,7 +218,7 @@ class GraphEntry:
         kept = []
         for k, a in enumerate(fixed):
             if a is not None:
-                if a.__class__ is not np.ndarray:
+                if a.__class__ is not np.ndarray or (k in self._written and not a.flags.c_contiguous):
                     return False
                 a = a if a.flags.c_contiguous else np.ascontiguousarray(a)
                 bases[self._fixed_base + k] = data_pointer(a)

@@ -83,6 +83,7 @@ STEP_FIELDS = {
     "recurrent": {"split_min": COUNT}, "fill": {}, "embed": {}, "draw": {},
     "recurrent_backward": {"small_m": Range(0, SMALL_M), "split_min": COUNT},
     "conv_transpose2d": {}, "max_pool2d": {}, "avg_pool2d": {}, "cat": {}, "gather": {}, "scatter": {}, "reduce": {},
+    "update": {}, "copy": {}, "max_pool2d_with_indices": {}, "columns": {},
 }
 
 

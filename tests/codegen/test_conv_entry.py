@@ -80,3 +80,76 @@ def test_other_1x1_convolutions_still_use_columns(stride, padding, dilation):
     x = rng.standard_normal((2, 6, 9, 8))
     w = rng.standard_normal((10, 6, 1, 1))
     check(lambda t, u: F.conv2d(t, u, None, stride, padding, dilation), x, w)
+
+
+@st.composite
+def batched_cases(draw):
+    """One-group convolutions of several small images (their columns share one GEMM): images of up to
+    22x22 outputs, 2..9 of them, so that the last GEMM of a batch can hold fewer images."""
+    kernel = (draw(st.integers(1, 4)), draw(st.integers(1, 4)))
+    dilation = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    padding = tuple(draw(st.integers(0, k // 2 + 1)) for k in kernel)
+    stride = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    size = tuple(draw(st.integers(max(1, d * (k - 1) + 1 - 2 * p), 22)) for k, p, d in zip(kernel, padding, dilation))
+    shape = (draw(st.integers(2, 9)), draw(st.integers(1, 12))) + size
+    out = draw(st.sampled_from([1, 2, 5, 17, 31, 32, 40, 70]))
+    return shape, out, kernel, stride, padding, dilation, draw(st.booleans()), \
+        draw(st.sampled_from([np.float32, np.float64]))
+
+
+@settings(max_examples=25, deadline=None)
+@given(batched_cases())
+def test_small_images_share_one_gemm(case):
+    shape, out, kernel, stride, padding, dilation, bias, dtype = case
+    rng = np.random.default_rng(sum(shape) + out)
+    x, w = rng.standard_normal(shape), rng.standard_normal((out, shape[1]) + kernel)
+    if bias:
+        check(lambda t, u, v: F.conv2d(t, u, v, stride, padding, dilation), x, w, rng.standard_normal(out), dtype=dtype)
+    else:
+        check(lambda t, u: F.conv2d(t, u, None, stride, padding, dilation), x, w, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n, c, out, size, kernel, stride", [
+    (8, 64, 48, 7, 3, 1),    # ResNet's last layers' size: all 8 images in one GEMM
+    (5, 16, 24, 14, 3, 1),   # 196 columns an image: 5 images in one GEMM (BATCH_COLUMNS 1024)
+    (7, 8, 40, 16, 1, 1),    # 1x1 stride 1: the images copied side by side too (256 columns: 4 + 3)
+    (3, 8, 33, 12, 1, 2),
+])
+def test_batched_layers(n, c, out, size, kernel, stride, dtype):
+    rng = np.random.default_rng(n + c + out)
+    x, w = rng.standard_normal((n, c, size, size)), rng.standard_normal((out, c, kernel, kernel))
+    check(lambda t, u, v: F.conv2d(t, u, v, stride, kernel // 2), x, w, rng.standard_normal(out), dtype=dtype)
+
+
+@pytest.mark.parametrize("out", [1, 3, 20, 31, 32, 64, 65])
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("packed_here", [True, False])
+def test_one_big_image_few_and_many_channels(out, bias, packed_here, monkeypatch, tmp_path):
+    """One image of 40x40 outputs (its im2col split over two threads): on hosts with the packed GEMM
+    every channel count takes it; elsewhere (`packed_here` False, code compiled afresh) 3..small_m
+    output channels take the register-blocked GEMM (its column halves on two threads), others BLAS."""
+    if not packed_here:
+        from tscript_runtime.native import entry
+        monkeypatch.setenv("TSCRIPT_CACHE_DIR", str(tmp_path))
+        monkeypatch.setattr(entry, "packed_gemm_here", lambda: False)
+    rng = np.random.default_rng(out)
+    x, w = rng.standard_normal((1, 12, 40, 40)), rng.standard_normal((out, 12, 3, 3))
+    if bias:
+        check(lambda t, u, v: F.conv2d(t, u, v, 1, 1), x, w, rng.standard_normal(out))
+    else:
+        check(lambda t, u: F.conv2d(t, u, None, 1, 1), x, w)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n, c, out, size, stride, padding", [
+    (3, 100, 64, 1, 1, 0),   # DCGAN's first generator layer: a latent vector to 4x4 planes
+    (2, 64, 32, 4, 2, 1),    # its middle layers: the columns' product splits over two threads
+    (2, 32, 3, 16, 2, 1),    # its last: few output channels, many pixels
+])
+def test_generator_layers(n, c, out, size, stride, padding, dtype):
+    """conv_transpose2d at DCGAN's sizes (its products stay with BLAS: the packed GEMM with this
+    transposed A and these few columns measured 1.05-6x slower)."""
+    rng = np.random.default_rng(c + out)
+    x, w = rng.standard_normal((n, c, size, size)), rng.standard_normal((c, out, 4, 4))
+    check(lambda t, u, v: F.conv_transpose2d(t, u, v, stride, padding), x, w, rng.standard_normal(out), dtype=dtype)

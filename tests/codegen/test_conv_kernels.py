@@ -13,14 +13,29 @@ from hypothesis import given, settings, strategies as st
 from llvmlite import ir
 
 from tscript_runtime.native import target
-from tscript_runtime.ops import OPS
+from tscript_runtime.ops import OPS, accelerated
 from tscript_runtime.native.library.conv import define_im2col, define_max_pool2d
 
 from tests.codegen.helpers import link_module
 
 DTYPES = (np.float32, np.float64)
 SUFFIX = {np.float32: "f32", np.float64: "f64"}
-POOL, IM2COL = OPS["aten::max_pool2d"], OPS["aten::im2col"]
+class _Reference:
+    """An op's numpy reference kernel (never the kernel library under test, which eager ops may use)."""
+
+    def __init__(self, name: str):
+        self.op = OPS[name]
+        self.shape = self.op.shape
+
+    def kernel(self, *args):
+        previous = accelerated.set_enabled(False)
+        try:
+            return self.op.kernel(*args)
+        finally:
+            accelerated.set_enabled(previous)
+
+
+POOL, IM2COL = _Reference("aten::max_pool2d"), _Reference("aten::im2col")
 
 
 def _module() -> ir.Module:

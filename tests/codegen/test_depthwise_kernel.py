@@ -98,6 +98,20 @@ def test_mobilenet_shapes(kernels, dtype, shape, stride):
                                reference(x, w, bias, (stride, stride), (1, 1), (1, 1)), rtol=1e-5, atol=1e-5)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 3), st.integers(0, 3), st.integers(0, 3), st.integers(3, 70), st.integers(3, 40),
+       st.booleans(), st.sampled_from(DTYPES))
+def test_stride_two_three_by_three(kernels, mult, ph, pw, wd, h, with_bias, dtype):
+    """3x3 stride 2 (rows split in even and odd columns): every padding parity, rows shorter and longer
+    than the two-vector spans the split copies, against the reference."""
+    rng = np.random.default_rng(wd * 7 + h + ph + 5 * pw)
+    x = rng.standard_normal((2, 3, h, wd)).astype(dtype)
+    w = rng.standard_normal((3 * mult, 1, 3, 3)).astype(dtype)
+    bias = rng.standard_normal(3 * mult).astype(dtype) if with_bias else None
+    np.testing.assert_allclose(depthwise(kernels, x, w, bias, (2, 2), (ph, pw), (1, 1)),
+                               reference(x, w, bias, (2, 2), (ph, pw), (1, 1)), rtol=1e-5, atol=1e-5)
+
+
 def test_a_range_of_planes_writes_only_those(kernels):
     rng = np.random.default_rng(1)
     x = rng.standard_normal((2, 3, 9, 20)).astype(np.float32)

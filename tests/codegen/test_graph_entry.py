@@ -416,6 +416,18 @@ def test_products_of_many_rows_use_the_packed_gemm(name):
     assert plan.arena >= pack_bytes(m, n, k)  # the packed GEMM's panels are in the arena
 
 
+@pytest.mark.parametrize("n, k", [(1, 1), (7, 3), (10, 64), (200, 512), (1000, 100), (70, 2000)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_one_row_linear_layers(n, k, bias):
+    """One row times a transposed weight (a classifier at batch 1), split or not: the library GEMM."""
+    rng = np.random.default_rng(n + k)
+    x, w, b = (ts.from_numpy(rng.standard_normal(s).astype(np.float32)) for s in ((1, k), (n, k), (n,)))
+    fn = (lambda x, w, b: F.linear(x, w, b)) if bias else (lambda x, w, b: F.linear(x, w) + 0 * b)
+    cm = ts.jit.compile(fn, (x, w, b))
+    assert_close(cm(x, w, b).numpy(), fn(x, w, b).numpy(), rtol=1e-4, atol=1e-4)
+    assert _entry_ran(cm), cm.explain()
+
+
 @pytest.mark.parametrize("out_channels", [80, 130])
 def test_convolutions_with_many_output_channels_use_the_packed_gemm(out_channels):
     rng = np.random.default_rng(out_channels)

@@ -14,8 +14,8 @@ from ..entry_steps import (AVG_POOLS, AVG_SLOTS, CONVS, CONVT_SLOTS, CONV_SLOTS,
                            GEMM_SLOTS, MAX_BATCH_RANK, NO_TRANS, RECURRENT_SLOTS, REDUCE_SLOTS, SPLIT_COLUMNS, TRANS,
                            BACKWARD_SLOTS, CatStep, DrawStep, EMBED_SLOTS, EmbedStep, FillStep, GatherStep, GemmStep,
                            KernelStep, RecurrentBackwardStep, RecurrentStep, ReduceStep,
-                           ScatterStep, WindowStep)
-from . import library
+                           ScatterStep, WindowStep, ColumnsStep, PoolIndicesStep, UpdateStep)
+from . import batch_steps, library
 from .recurrent import recurrent_function
 from .recurrent_backward import backward_function
 from .library.loops import carried, counted
@@ -24,6 +24,8 @@ I1, I8, I32, I64, F64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType
 I8P = I8.as_pointer()
 FLOATS = {"cblas_sgemm": ir.FloatType(), "cblas_dgemm": ir.DoubleType()}
 ROW_MAJOR = 101
+IM2COL_SPLIT = 1 << 16  # column elements from which a convolution's im2col splits over two threads
+CONV_SPLIT = 1 << 17  # multiply-adds from which a convolution's register-blocked GEMM splits in column halves
 DEPTHWISE_SPLIT = 1 << 15  # multiply-adds from which a depthwise convolution's planes split over two threads
 REDUCE_FLAGS = ("reassoc", "contract", "nsz", "arcp", "afn")  # a window's sum may be reordered (vectorized)
 
@@ -45,7 +47,8 @@ def build_entry(module: ir.Module, layout: EntryLayout, name: str, kernels: dict
     templates = {KernelStep: emit.kernel, GemmStep: emit.gemm, WindowStep: emit.window, CatStep: emit.cat,
                  GatherStep: emit.gather, ScatterStep: emit.scatter, ReduceStep: emit.reduce,
                  RecurrentStep: emit.recurrent, FillStep: emit.fill, RecurrentBackwardStep: emit.recurrent_backward,
-                 EmbedStep: emit.embed, DrawStep: lambda step: None}  # (draws: filled before the call)
+                 EmbedStep: emit.embed, DrawStep: lambda step: None,  # (draws: filled before the call)
+                 UpdateStep: emit.update, PoolIndicesStep: emit.pool_indices, ColumnsStep: emit.columns}
     for number, step in enumerate(layout.steps):
         emit.number = number
         templates[type(step)](step)
@@ -162,7 +165,39 @@ class _Emitter:
         fty = ir.FloatType() if step.function == "f32" else F64
         helper = _helper(self.module, f"tscript_reduce_{step.function}", 2, lambda b, fn, d, ptrs: _reduce_body(
             b, fn, d, [b.bitcast(p, fty.as_pointer()) for p in ptrs], fty))
-        b.call(helper, [b.gep(self.plan_p, [I64(step.dims)]), self.pointer(step.source), self.pointer(step.out)])
+        args = [b.gep(self.plan_p, [I64(step.dims)]), self.pointer(step.source), self.pointer(step.out)]
+        general = b.or_(b.icmp_signed("!=", self.plan(step.dims + REDUCE_SLOTS.index("reduced2")), I64(1)),
+                        b.icmp_signed("!=", self.plan(step.dims + REDUCE_SLOTS.index("variance")), I64(0)))
+        with b.if_else(general) as (statistic, adjacent):
+            with statistic:  # two runs of reduced dims, or a variance
+                b.call(_helper(self.module, f"tscript_statistic_{step.function}", 2,
+                               batch_steps.statistic_body(fty)), args)
+            with adjacent:
+                b.call(helper, args)
+
+    def update(self, step: UpdateStep) -> None:
+        b = self.b
+        dims = b.gep(self.plan_p, [I64(step.dims)])
+        if step.kind == "aten::copy_":
+            b.call(_helper(self.module, "tscript_copy", 2, batch_steps.copy_body),
+                   [dims, self.pointer(step.target), self.pointer(step.source)])
+        else:
+            b.call(_helper(self.module, "tscript_add_scalar", 1, batch_steps.update_body),
+                   [dims, self.pointer(step.target)])
+
+    def pool_indices(self, step: PoolIndicesStep) -> None:
+        b = self.b
+        fty = ir.FloatType() if step.function == "f32" else F64
+        b.call(_helper(self.module, f"tscript_max_pool2d_indices_{step.function}", 3,
+                       batch_steps.pool_indices_body(fty)),
+               [b.gep(self.plan_p, [I64(step.dims)]), *(self.pointer(v) for v in (step.out, step.indices, step.input))])
+
+    def columns(self, step: ColumnsStep) -> None:
+        b = self.b
+        fty = ir.FloatType() if step.function == "f32" else F64
+        body = batch_steps.im2col_body(step.function) if step.kind == "aten::im2col" else batch_steps.col2im_body(fty)
+        b.call(_helper(self.module, f"tscript_step_{step.kind[6:]}_{step.function}", 2, body),
+               [b.gep(self.plan_p, [I64(step.dims)]), self.pointer(step.input), self.pointer(step.out)])
 
     def window(self, step: WindowStep) -> None:
         b = self.b
@@ -212,11 +247,12 @@ def _copy_rows(module, fn, b: ir.IRBuilder, dst, src, rows, dst_step, size) -> N
 
 def _conv_function(module: ir.Module, function: str, dtype, small_m: int) -> ir.Function:
     """`void <function>_<small_m>(i64* dims, i8* x, i8* w, i8* bias, i8* out, i8* col, i8* pack)`, once
-    per module: one input channel per group (depthwise) by the kernel library's direct kernel; else
-    per image and per group of channels, im2col into `col` (K, L) (a 1x1 stride-1 unpadded convolution
-    reads the image itself), `out` rows = bias, then out (O, L) += W (O, K) @ col (CONV_SLOTS at dims:
-    C and O count one group's channels), by the kernel library's GEMMs for float32 (few rows:
-    register-blocked; more: packed, its panels in `pack`), else by BLAS."""
+    per module: one input channel per group (depthwise) by the kernel library's direct kernel; one
+    group and several small images (library.conv.images_per_gemm) by `_conv_batched`; else per image
+    and per group of channels, im2col into `col` (K, L) (a 1x1 stride-1 unpadded convolution reads the
+    image itself), `out` rows = bias, then out (O, L) += W (O, K) @ col (CONV_SLOTS at dims: C and O
+    count one group's channels), by `_conv_product` (float32: the kernel library's GEMMs, the packed
+    one's panels in `pack`; float64: BLAS)."""
     name = f"{function}_{small_m}"
     try:
         return module.get_global(name)
@@ -238,13 +274,59 @@ def _conv_function(module: ir.Module, function: str, dtype, small_m: int) -> ir.
             with direct:
                 _depthwise(module, b, dtype, dims_p, [x8, w8, bias8, out8, col8], slot)
             with columns:
-                with counted(b, fn, I64(0), b.mul(slot["N"], slot["G"]), 1, "group") as ng:  # image n, group g
-                    g = b.srem(ng, slot["G"])
-                    args = [dims_p, b.gep(x, [b.mul(ng, group_in)]), b.gep(w, [b.mul(b.mul(g, o), k)]),
-                            b.gep(bias, [b.mul(g, o)]), has_bias, b.gep(out, [b.mul(ng, group_out)]), col, pack8]
-                    _conv_group(module, fn, b, dtype, small_m, slot, args)
+                images = _images_per_gemm(b, slot)
+                with b.if_else(b.icmp_signed(">", images, I64(1))) as (batched, single):
+                    with batched:
+                        _conv_batched(module, fn, b, dtype, small_m, slot, images,
+                                      [dims_p, x, w, bias, has_bias, out, col, pack8])
+                    with single:
+                        with counted(b, fn, I64(0), b.mul(slot["N"], slot["G"]), 1, "group") as ng:  # image n, group g
+                            g = b.srem(ng, slot["G"])
+                            args = [dims_p, b.gep(x, [b.mul(ng, group_in)]), b.gep(w, [b.mul(b.mul(g, o), k)]),
+                                    b.gep(bias, [b.mul(g, o)]), has_bias, b.gep(out, [b.mul(ng, group_out)]), col,
+                                    pack8]
+                            _conv_group(module, fn, b, dtype, small_m, slot, args)
     b.ret_void()
     return fn
+
+
+def _images_per_gemm(b: ir.IRBuilder, slot: dict):
+    """library.conv.images_per_gemm in IR (the planner sized the scratch by it)."""
+    from .library.conv import BATCH_COLUMNS
+    length = b.select(b.icmp_signed(">", slot["L"], I64(1)), slot["L"], I64(1))
+    fits = b.sdiv(I64(BATCH_COLUMNS), length)
+    many = functools.reduce(b.and_, [b.icmp_signed("==", slot["G"], I64(1)), b.icmp_signed(">", slot["N"], I64(1)),
+                                     b.icmp_signed("<=", b.mul(length, I64(2)), I64(BATCH_COLUMNS))])
+    return b.select(many, _min(b, slot["N"], fits), I64(1))
+
+
+def _conv_batched(module, fn, b: ir.IRBuilder, dtype, small_m: int, slot: dict, images, args: list) -> None:
+    """A one-group convolution of small images, `images` at a time: their im2col columns side by side
+    in `col` (K, images*L), one GEMM into the scratch after them (O, images*L), then each image's
+    (O, L) block copied to `out` plus the bias (small late layers: one GEMM of many columns instead of
+    one per image, whose edge panels waste much of the micro-kernel)."""
+    dims_p, x, w, bias, has_bias, out, col, pack = args
+    fty = ir.FloatType() if dtype == np.float32 else F64
+    o, k, length = slot["O"], slot["K"], slot["L"]
+    image_in, image_out = b.mul(b.mul(slot["C"], slot["H"]), slot["W"]), b.mul(o, length)
+    product = b.gep(col, [b.mul(b.mul(k, images), length)])
+    im2col = library.declare(module, f"tscript_im2col_ld_{_suffix(dtype)}")
+    chunks = b.sdiv(b.add(slot["N"], b.sub(images, I64(1))), images)
+    with counted(b, fn, I64(0), chunks, 1, "images") as chunk:
+        first = b.mul(chunk, images)
+        count = _min(b, images, b.sub(slot["N"], first))
+        ld = b.mul(count, length)
+        with counted(b, fn, I64(0), count, 1, "columns") as i:
+            b.call(im2col, [dims_p, b.gep(x, [b.mul(b.add(first, i), image_in)]), b.gep(col, [b.mul(i, length)]), ld])
+        _conv_product(module, b, dtype, small_m, [o, ld, k, w, col, ld, product, ld], I1(0), pack)
+        with counted(b, fn, I64(0), count, 1, "image") as i:
+            image = b.gep(out, [b.mul(b.add(first, i), image_out)])
+            with counted(b, fn, I64(0), o, 1, "channel") as c:
+                start = _bias_of(b, fn, has_bias, bias, c, fty)
+                src = b.gep(product, [b.add(b.mul(c, ld), b.mul(i, length))])
+                dst = b.gep(image, [b.mul(c, length)])
+                with counted(b, fn, I64(0), length, 1, "copy") as j:
+                    b.store(b.fadd(b.load(b.gep(src, [j], inbounds=True)), start), b.gep(dst, [j], inbounds=True))
 
 
 def _depthwise(module: ir.Module, b: ir.IRBuilder, dtype, dims_p, pointers: list, slot: dict) -> None:
@@ -275,7 +357,7 @@ def _conv_group(module, fn, b: ir.IRBuilder, dtype, small_m: int, slot: dict, ar
     o, k, length = slot["O"], slot["K"], slot["L"]
     pointwise = _pointwise(b, slot)
     with b.if_then(b.not_(pointwise)):
-        b.call(library.declare(module, f"tscript_im2col_{_suffix(dtype)}"), [dims_p, x, col])
+        _im2col(module, b, dtype, slot, [dims_p, x, col])
     col = b.select(pointwise, x, col)
     with b.if_then(has_bias):
         with counted(b, fn, I64(0), o, 1, "channel") as c:
@@ -283,24 +365,55 @@ def _conv_group(module, fn, b: ir.IRBuilder, dtype, small_m: int, slot: dict, ar
             row = b.gep(out, [b.mul(c, length)])
             with counted(b, fn, I64(0), length, 1, "fill") as i:
                 b.store(value, b.gep(row, [i], inbounds=True))
+    _conv_product(module, b, dtype, small_m, [o, length, k, w, col, length, out, length], has_bias, pack)
+
+
+def _conv_product(module, b: ir.IRBuilder, dtype, small_m: int, args: list, accumulate, pack) -> None:
+    """C (M, N) (+)= W (M, K) @ B (K, N), all row-major (`args`: M, N, K, W, B, ldb, C, ldc; `accumulate`:
+    i1): float32 by the kernel library, few rows (3..small_m, under PACKED_FROM on hosts with the
+    packed GEMM) by its register-blocked GEMM (column halves on two threads when big enough), more
+    by the packed GEMM (which splits itself), or by BLAS where the packed GEMM is not tuned for the CPU;
+    float64 by BLAS."""
+    from .library.conv import PACKED_FROM
+    m, n, k, w, col, ldb, out, ldc = args
+    fty = ir.FloatType() if dtype == np.float32 else F64
     gemm = _blas(module, "cblas_sgemm" if dtype == np.float32 else "cblas_dgemm", fty)
-    beta = b.select(has_bias, fty(1.0), fty(0.0))
-    blas = [I32(ROW_MAJOR), I32(NO_TRANS), I32(NO_TRANS), o, length, k, fty(1.0), w, k, col, length, beta, out, length]
+    beta = b.select(accumulate, fty(1.0), fty(0.0))
+    blas = [I32(ROW_MAJOR), I32(NO_TRANS), I32(NO_TRANS), m, n, k, fty(1.0), w, k, col, ldb, beta, out, ldc]
     if dtype != np.float32:
         b.call(gemm, blas)
         return
-    few = b.and_(b.icmp_signed(">=", o, I64(3)), b.icmp_signed("<=", o, I64(small_m)))
+    packed = packed_gemm_here()
+    most = min(small_m, PACKED_FROM - 1) if packed else small_m
+    few = b.and_(b.icmp_signed(">=", m, I64(3)), b.icmp_signed("<=", m, I64(most)))
     with b.if_else(few) as (ours, theirs):  # few output channels (small CNNs): the library's GEMM, no BLAS threads
         with ours:
-            b.call(library.declare(module, "tscript_gemm_nn_f32"), [w, col, out, o, length, k, k, length, length,
-                                                                    has_bias])
+            _small_gemm(module, b, "tscript_gemm_nn_f32", [w, col, out, m, n, k, k, ldb, ldc, accumulate], CONV_SPLIT)
         with theirs:
-            if packed_gemm_here():
+            if packed:
                 b.call(library.declare(module, "tscript_sgemm_f32"),
-                       [I32(NO_TRANS), I32(NO_TRANS), o, length, k, w, k, col, length, beta, out, length,
+                       [I32(NO_TRANS), I32(NO_TRANS), m, n, k, w, k, col, ldb, beta, out, ldc,
                         b.bitcast(pack, fty.as_pointer())])
             else:
                 b.call(gemm, blas)
+
+
+def _im2col(module, b: ir.IRBuilder, dtype, slot: dict, args: list) -> None:
+    """One image's im2col columns (`args`: dims, x, col); with IM2COL_SPLIT elements or more, its two
+    halves of input channels at once (the library's worker writes the second's rows)."""
+    dims_p, x, col = args
+    elements = b.mul(slot["K"], slot["L"])
+    with b.if_else(b.and_(b.icmp_signed(">=", elements, I64(IM2COL_SPLIT)), b.icmp_signed(">=", slot["C"], I64(2)))) \
+            as (halves, whole):
+        with halves:
+            part = library.declare(module, f"tscript_im2col_part_{_suffix(dtype)}")
+            cut = b.sdiv(slot["C"], I64(2))
+            ptrs = b.bitcast(_stack(b, I8P, [b.bitcast(x, I8P), b.bitcast(col, I8P)]), I8P)
+            b.call(library.declare(module, "tscript_parallel2"),
+                   [b.bitcast(part, I8P), _stack(b, I64, [I64(0), cut]), ptrs, _stack(b, I64, [cut, slot["C"]]), ptrs,
+                    dims_p, ir.Constant(F64.as_pointer(), None)])
+        with whole:
+            b.call(library.declare(module, f"tscript_im2col_{_suffix(dtype)}"), args)
 
 
 def _pointwise(b: ir.IRBuilder, slot: dict):
@@ -473,8 +586,9 @@ def _product_function(module: ir.Module, function: str, small_m: int, split_min:
     module: C = op(A) @ op(B) (+ the bias rows, when `bias` is not null) with the call plan's GEMM_SLOTS
     at `dims`: float32 products of 3..small_m rows of a row-major A, or of fewer rows with at least
     `split_min` multiply-adds (split in column halves over two threads), by the kernel library's
-    register-blocked GEMMs, other float32 products of several rows and columns by its packed GEMM (its
-    panels in `pack`); one row or column by BLAS's GEMV; float64 by BLAS."""
+    register-blocked GEMMs (also one row times a transposed B), other float32 products of several rows
+    and columns by its packed GEMM (its panels in `pack`); other rows or columns by BLAS's GEMV; float64
+    by BLAS."""
     name = f"{function}_{small_m}_{split_min}"
     try:
         return module.get_global(name)
@@ -497,8 +611,11 @@ def _product_function(module: ir.Module, function: str, small_m: int, split_min:
         if function != "cblas_sgemm":
             _blas_product(module, b, function, fty, [ta, tb, m, n, k, a, lda, bm, ldb, beta, c, ldc])
         else:  # the kernel library's GEMMs (library/gemm.py) for few rows of A, or one that splits
+            # (one row times a transposed B, a linear layer's: as fast as BLAS's GEMV, whose threads
+            # would then spin on the core our worker needs)
+            row_nt = b.and_(b.icmp_signed("==", m, I64(1)), b.icmp_signed("==", tb, I32(TRANS)))
             few = b.and_(b.icmp_signed("<=", m, I64(small_m)),
-                         b.or_(b.icmp_signed(">=", m, I64(3)), _splits(b, m, n, k, split_min)))
+                         b.or_(b.or_(b.icmp_signed(">=", m, I64(3)), _splits(b, m, n, k, split_min)), row_nt))
             ours = [a, bm, c, m, n, k, lda, ldb, ldc, has_bias]
             with b.if_else(b.and_(few, b.icmp_signed("==", ta, I32(NO_TRANS)))) as (library_gemm, blas):
                 with library_gemm:

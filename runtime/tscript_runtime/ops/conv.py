@@ -21,6 +21,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from .. import dtypes as dt
 from ..errors import OpRuntimeError, fmt_shape
+from . import accelerated
 from .registry import register
 from .rules import check_float
 
@@ -142,7 +143,10 @@ def _windows(xp, kernel, dilation, stride, out):
 
 def _im2col(x, kernel, dilation, padding, stride, out):
     """(N, C, H, W) -> columns, one per output position, in a fresh array: (N, C*kh*kw, OH*OW)
-    (F.unfold's layout)."""
+    (F.unfold's layout); the kernel library's copy when installed (accelerated.py)."""
+    cols = accelerated.call("im2col", x, kernel, dilation, padding, stride, out)
+    if cols is not None:
+        return cols
     n, c = x.shape[:2]
     windows = _windows(_pad(x, ((padding[0],) * 2, (padding[1],) * 2)), kernel, dilation, stride, out)
     cols = np.empty((n, c * kernel[0] * kernel[1], out[0] * out[1]), x.dtype)
@@ -374,6 +378,19 @@ def _channels_last(y, nd: int):
 
 
 def _conv(x, weight, bias, g: _Conv, groups: int):
+    """Batched N-d convolution: the kernel library's for 1-D and 2-D when installed (accelerated.py;
+    a 1-D one as 2-D over height-1 images), else numpy's (`_conv_numpy`)."""
+    y = None
+    if x.ndim == 3:
+        y = accelerated.call("conv2d", x[:, :, None], weight[:, :, None], bias, (1,) + g.stride, (0,) + g.padding,
+                             (1,) + g.dilation, groups, (1,) + g.out)
+        y = None if y is None else y[:, :, 0]
+    elif x.ndim == 4:
+        y = accelerated.call("conv2d", x, weight, bias, g.stride, g.padding, g.dilation, groups, g.out)
+    return _conv_numpy(x, weight, bias, g, groups) if y is None else y
+
+
+def _conv_numpy(x, weight, bias, g: _Conv, groups: int):
     """Batched N-d convolution: one im2col copy (C*taps, N*L) and one GEMM per group (weights
     (O/G, K) times columns (K, N*L)); a single large GEMM is what BLAS does fastest."""
     nd = x.ndim - 2
@@ -654,6 +671,10 @@ def max_pool(self, kernel_size, stride, padding, dilation, ceil_mode, op: str, w
     _pool_dtype(op)(self)
     g = _pool_geometry(op, self, kernel_size, stride, padding, dilation, ceil_mode, nd)
     x = _with_batch(self, nd)
+    values = accelerated.call("max_pool2d", x, g.kernel, g.stride, g.padding, g.dilation, g.out) \
+        if nd == 2 and not with_indices else None
+    if values is not None:
+        return values if self.ndim == nd + 2 else values[0]
     win = _windows(_pad(x, g.pads(x.shape[2:]), _lowest(x.dtype)), g.kernel, g.dilation, g.stride, g.out)
     if not with_indices:
         values = _max_values(win, nd)
@@ -746,11 +767,13 @@ def avg_pool(self, kernel_size, stride, padding, ceil_mode, count_include_pad, d
     _pool_dtype(op)(self)
     g = _avg_geometry(op, self, kernel_size, stride, padding, ceil_mode, divisor_override, nd)
     x = _with_batch(self, nd)
-    win = _windows(_pad(x, g.pads(x.shape[2:])), g.kernel, g.dilation, g.stride, g.out)
-    taps = _taps(win, nd)
-    total = win[_ALL + taps[0]].astype(x.dtype if dt.is_float(x.dtype) else np.int64)
-    for tap in taps[1:]:
-        total += win[_ALL + tap]
+    total = accelerated.call("window_sums2d", x, g.kernel, g.stride, g.padding, g.out) if nd == 2 else None
+    if total is None:
+        win = _windows(_pad(x, g.pads(x.shape[2:])), g.kernel, g.dilation, g.stride, g.out)
+        taps = _taps(win, nd)
+        total = win[_ALL + taps[0]].astype(x.dtype if dt.is_float(x.dtype) else np.int64)
+        for tap in taps[1:]:
+            total += win[_ALL + tap]
     out = _divide(total, _avg_divisors(g, x.shape[2:], count_include_pad, divisor_override), x.dtype)
     return out if self.ndim == nd + 2 else out[0]
 

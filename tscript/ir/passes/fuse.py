@@ -4,7 +4,8 @@ generator emits one loop over the group's output instead of one pass over memory
 
 A node joins the group of its consumer when the op table says it is pointwise (`op.facts`), its
 output is used only inside the group, its shape broadcasts into the group's output, and nothing
-it reads is mutated in place anywhere (moving it would then be unsafe). Guarantee: the executor
+it reads is mutated in place anywhere (moving it would then be unsafe; the group's last node, which
+stays in place, may read such values). Guarantee: the executor
 gives the same results before and after (a group can always be run by interpreting its subgraph).
 """
 from __future__ import annotations
@@ -73,7 +74,8 @@ def _block(graph: Graph, block: Block, mutable: set) -> bool:
     for node in list(block.reversed_nodes()):
         for b in node.blocks:
             changed |= _block(graph, b, mutable)
-        if node in grouped or node.owner is None or not fusible(graph, node, mutable):
+        # an anchor stays where it is (its group takes its place), so it may read values mutated in place
+        if node in grouped or node.owner is None or not fusible(graph, node, set()):
             continue
         members = _grow(graph, node, block, mutable, grouped)
         _make_group(graph, node, members)

@@ -2,6 +2,7 @@
 (`C, H, W, kh, kw, sh, sw, ph, pw, dh, dw, OH, OW`, i64; C counts planes for pooling):
 
     void tscript_im2col_<f32|f64>(i64* geo, T* x, T* col)     one (C, H, W) image -> (C*kh*kw, OH*OW)
+    void tscript_im2col_ld_<f32|f64>(i64* geo, T* x, T* col, i64 ld)   the same, col's rows ld apart
     void tscript_max_pool2d_<f32|f64>(i64* geo, T* x, T* y)   (P, H, W) -> (P, OH, OW)
 
 Both walk each output row in chunks of one AVX-512 vector of outputs (16 floats, 8 doubles). A
@@ -16,7 +17,7 @@ loads without masks.
 from __future__ import annotations
 
 from collections import namedtuple
-from functools import reduce
+from functools import partial, reduce
 
 import numpy as np
 from llvmlite import ir
@@ -27,6 +28,11 @@ from .loops import carried, counted
 
 I32, I64 = ir.IntType(32), ir.IntType(64)
 VECTOR_BYTES = 64  # one AVX-512 register
+# The whole-graph entry's convolutions (native/entry.py, planned in entry_plan.py):
+BATCH_COLUMNS = 1024  # images whose columns total at most this many share one GEMM (7x7, 14x14 layers)
+# output channels from which a float32 convolution takes the packed GEMM on hosts it is tuned for (AVX-512;
+# else the register-blocked GEMM up to the plan's small_m): measured never slower, 3 to 64 channels
+PACKED_FROM = 1
 FLOATS = {np.dtype(np.float32): (ir.FloatType(), "f32"), np.dtype(np.float64): (ir.DoubleType(), "f64")}
 
 
@@ -38,6 +44,20 @@ def define_im2col(module: ir.Module, dtype) -> ir.Function:
     return _define(module, "tscript_im2col", dtype, _im2col_rows)
 
 
+def images_per_gemm(images: int, groups: int, length: int) -> int:
+    """How many images' columns (`length` each) the entry puts side by side for one GEMM: 1 (one GEMM
+    per image and group) unless the convolution has one group and several small images."""
+    return min(images, BATCH_COLUMNS // max(length, 1)) if groups == 1 and images > 1 and 2 * length <= \
+        BATCH_COLUMNS else 1
+
+
+def define_im2col_ld(module: ir.Module, dtype) -> ir.Function:
+    """Define (once per module) `void tscript_im2col_ld_<f32|f64>(i64* geo, T* x, T* col, i64 ld)`: the
+    same columns, their rows `ld` elements apart (several images' columns side by side in one matrix,
+    for one GEMM over all of them)."""
+    return _define(module, "tscript_im2col_ld", dtype, _im2col_rows, strided=True)
+
+
 def define_max_pool2d(module: ir.Module, dtype) -> ir.Function:
     """Define (once per module) `void tscript_max_pool2d_<f32|f64>(i64* geo, T* x, T* y)`:
     `y[p, oh, ow]` is the maximum of the window's positions inside `x[p]` (NaN propagates),
@@ -45,9 +65,10 @@ def define_max_pool2d(module: ir.Module, dtype) -> ir.Function:
     return _define(module, "tscript_max_pool2d", dtype, _pool_rows)
 
 
-def _define(module: ir.Module, prefix: str, dtype, rows) -> ir.Function:
-    """The function `prefix_<f32|f64>(i64* geo, T* x, T* out)`: the geometry loaded, then
-    `rows(chunks, out)` built three times, for stride 1, stride 2 and any other stride."""
+def _define(module: ir.Module, prefix: str, dtype, rows, strided: bool = False) -> ir.Function:
+    """The function `prefix_<f32|f64>(i64* geo, T* x, T* out)` (`strided`: and `i64 ld`, the distance
+    between out's rows): the geometry loaded, then `rows(chunks, out)` (`rows(chunks, out, ld)`) built
+    three times, for stride 1, stride 2 and any other stride."""
     dtype = np.dtype(dtype)
     fty, suffix = FLOATS[dtype]
     name = f"{prefix}_{suffix}"
@@ -56,12 +77,14 @@ def _define(module: ir.Module, prefix: str, dtype, rows) -> ir.Function:
     except KeyError:
         pass
     fp = fty.as_pointer()
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), fp, fp]), name)
-    for a in fn.args:
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), fp, fp] + [I64] * strided), name)
+    for a in fn.args[:3]:
         a.add_attribute("noalias")
-    geo_p, x, out = fn.args
+    geo_p, x, out = fn.args[:3]
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     g = _Geometry(*(b.load(b.gep(geo_p, [I64(k)])) for k in range(len(GEOMETRY))))
+    if strided:
+        rows = partial(rows, ld=fn.args[3])
     with b.if_else(b.icmp_signed("==", g.sw, I64(1))) as (unit, other):
         with unit:
             rows(_Chunks(fn, b, dtype, 1, g, x), out)
@@ -151,11 +174,11 @@ class _Chunks:
         return _intrinsic(self.fn.module, f"{name}{values}{self.suffix}{pointers}.p0", ret, args)
 
 
-def _im2col_rows(chunks: _Chunks, col) -> None:
-    """for c, i, j, oh: col row `(c*kh + i)*kw + j` at `oh*OW` = image row `oh*sh - ph + i*dh` read
-    at columns `ow*sw - pw + j*dw` (zeros outside)."""
+def _im2col_rows(chunks: _Chunks, col, ld=None) -> None:
+    """for c, i, j, oh: col row `(c*kh + i)*kw + j` (rows `ld` apart, default OH*OW) at `oh*OW` = image
+    row `oh*sh - ph + i*dh` read at columns `ow*sw - pw + j*dw` (zeros outside)."""
     b, fn, g = chunks.b, chunks.fn, chunks.g
-    length = b.mul(g.OH, g.OW)
+    length = b.mul(g.OH, g.OW) if ld is None else ld
     with counted(b, fn, I64(0), g.C, 1, "c") as c:
         with counted(b, fn, I64(0), g.kh, 1, "i") as i:
             with counted(b, fn, I64(0), g.kw, 1, "j") as j:

@@ -1,0 +1,247 @@
+"""Eager ops on the kernel library: the `conv2d`/`conv1d`, `im2col` (F.unfold), `max_pool2d` and
+`avg_pool2d` kernels (the eager dispatcher's and the executor's) call the same compiled functions the
+whole-graph entry calls, through ctypes, so a user who never compiles runs them too.
+
+`install()` puts the entry points into the op table's accelerated slots (`ops/accelerated.py`); the
+library is linked the first time one of them runs (from the on-disk object cache when it is there),
+once per process. Each returns None for what it does not cover (dtypes other than float32 for the
+GEMMs, a library that cannot be built here, empty tensors), and the numpy kernel runs instead.
+
+A convolution is, per image and group, im2col into a scratch (K, L) (a 1x1 stride-1 unpadded
+convolution reads the image itself) and the packed GEMM `out (O, L) = W (O, K) @ col` into the
+output, whose rows hold the bias first; one input channel per group goes to the direct depthwise
+kernel, which also sums average pooling's windows. Scratch buffers are per thread (the ctypes calls
+release the GIL). Products outside convolutions (linear, matmul) stay on numpy's BLAS: the packed
+GEMM measured level with it here.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import numpy as np
+
+from ..ops import accelerated
+from . import library
+
+_P, _I32, _I64, _F32 = ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64, ctypes.c_float
+_SIGNATURES = {
+    "tscript_im2col_f32": (_P, _P, _P),
+    "tscript_im2col_f64": (_P, _P, _P),
+    "tscript_max_pool2d_f32": (_P, _P, _P),
+    "tscript_max_pool2d_f64": (_P, _P, _P),
+    "tscript_sgemm_f32": (_I32, _I32, _I64, _I64, _I64, _P, _I64, _P, _I64, _F32, _P, _I64, _P),
+    "tscript_depthwise2d_f32": (_P, _P, _P, _P),
+    "tscript_depthwise2d_f64": (_P, _P, _P, _P),
+    "tscript_parallel2": (_P,) * 7,
+}
+NO_TRANS = 111  # CBLAS's flag, as tscript_sgemm_f32 reads it
+IM2COL_SPLIT = 1 << 15  # column elements from which an image's im2col goes to both threads
+DEPTHWISE_SPLIT = 1 << 15  # multiply-adds from which a depthwise convolution's planes go to both threads
+# Outputs a row from which pooling runs natively: the kernels compute a vector of outputs along a row,
+# and for a global pooling's one output a row numpy measured 5-10x faster.
+MIN_POOL_ROW = 4
+KEPT_COLUMNS = 1 << 24  # bytes of im2col scratch a thread keeps between convolutions
+_lock = threading.Lock()
+_state: dict = {}
+_local = threading.local()
+
+
+def install() -> None:
+    """Make this module's functions the op table's accelerated conv2d, im2col, max_pool2d and
+    avg_pool2d (window sums) kernels."""
+    accelerated.install("conv2d", conv2d)
+    accelerated.install("max_pool2d", max_pool2d)
+    accelerated.install("im2col", im2col)
+    accelerated.install("window_sums2d", window_sums2d)
+
+
+class _Library:
+    """The library's functions this module calls: `fn` name -> ctypes callable, `address` name ->
+    address (to hand a kernel to tscript_parallel2), `pack_bytes` (the packed GEMM's scratch size)."""
+
+    def __init__(self, addresses: dict, packed_gemm: bool, pack_bytes):
+        self.address, self.pack_bytes = addresses, pack_bytes
+        self.fn = {name: ctypes.CFUNCTYPE(None, *args)(addresses[name])
+                   for name, args in _SIGNATURES.items() if name in addresses}
+        if not packed_gemm:  # it is tuned for 32 vector registers: elsewhere numpy's BLAS is faster
+            self.fn.pop("tscript_sgemm_f32", None)
+
+
+def functions() -> _Library | None:
+    """The kernel library, linked the first time (once per process); None when it cannot be built or
+    linked here (no llvmlite, LLVM failing)."""
+    if "library" not in _state:
+        with _lock:
+            if "library" not in _state:
+                _state["library"] = _link()
+    return _state["library"]
+
+
+def _link() -> _Library | None:
+    try:
+        found = library.addresses()
+        library.parallel2()  # the worker the GEMM's two halves go to
+        from .library.packed_gemm import pack_bytes
+        from .target import host
+        return _Library(found, "+avx512f" in host()["features"].split(","), pack_bytes)
+    except Exception:  # whatever stops LLVM here only means the numpy kernels run: eager must not fail
+        return None
+
+
+# -- convolution --------------------------------------------------------------------------------
+
+def conv2d(x, weight, bias, stride, padding, dilation, groups: int, out):
+    """The batched (N, C, H, W) convolution `ops/conv.py` checked (its normalised stride, padding,
+    dilation, groups and output size `out`), or None when not covered here."""
+    lib = functions()
+    if lib is None or x.ndim != 4 or 0 in x.shape or 0 in weight.shape or 0 in out:
+        return None
+    depthwise = weight.shape[1] == 1 and f"tscript_depthwise2d_{_suffix(x.dtype)}" in lib.fn
+    if not (depthwise or x.dtype == np.float32 and "tscript_sgemm_f32" in lib.fn):
+        return None
+    x, weight = np.ascontiguousarray(x), np.ascontiguousarray(weight)
+    bias = None if bias is None else np.ascontiguousarray(bias)
+    (n, _, h, w), (o, cg, kh, kw) = x.shape, weight.shape
+    dims = (cg, h, w, kh, kw) + tuple(stride) + tuple(padding) + tuple(dilation) + tuple(out)
+    y = np.empty((n, o) + tuple(out), x.dtype)
+    if depthwise:
+        _depthwise(lib, x, weight, bias, dims + (n, o // groups, kh * kw, out[0] * out[1], groups, 0, 0), y)
+    else:
+        _by_columns(lib, x, weight, bias, dims, groups, y)
+    return y
+
+
+def _by_columns(lib: _Library, x, weight, bias, dims: tuple, groups: int, y) -> None:
+    """Per image and group: im2col, then out rows (bias or nothing) += W @ columns."""
+    (n, c, h, w), (o, cg, kh, kw), (oh, ow) = x.shape, weight.shape, y.shape[2:]
+    og, k, length = o // groups, cg * kh * kw, oh * ow
+    pointwise = kh == kw == 1 and dims[5:9] == (1, 1, 0, 0)
+    buffers = _scratch(0 if pointwise else k * length, lib.pack_bytes(og, length, k))
+    col, pack = (_address(a) for a in buffers)
+    if bias is not None:
+        y.reshape(n, o, length)[:] = bias[:, None]
+    beta = 0.0 if bias is None else 1.0
+    columns = None if pointwise else _Columns(lib, dims, "f32")
+    sgemm = lib.fn["tscript_sgemm_f32"]
+    xa, wa, ya = _address(x), _address(weight), _address(y)
+    for i in range(n):
+        for g in range(groups):
+            image = xa + 4 * (i * c + g * cg) * h * w
+            if columns is not None:
+                columns(image, col)
+            sgemm(NO_TRANS, NO_TRANS, og, length, k, wa + 4 * g * og * k, k, image if columns is None else col, length,
+                  beta, ya + 4 * (i * o + g * og) * length, length, pack)
+
+
+def im2col(x, kernel, dilation, padding, stride, out):
+    """F.unfold's columns (N, C*kh*kw, OH*OW) of (N, C, H, W) float32 or float64 `x` (the normalised
+    arguments `ops/conv.py` checked; `out`: the grid of blocks), or None."""
+    lib = functions()
+    suffix = _suffix(x.dtype)
+    if lib is None or not suffix or x.ndim != 4 or 0 in x.shape or 0 in out:
+        return None
+    x = np.ascontiguousarray(x)
+    (n, c, h, w), (kh, kw) = x.shape, kernel
+    cols = np.empty((n, c * kh * kw, out[0] * out[1]), x.dtype)
+    dims = (c, h, w, kh, kw) + tuple(stride) + tuple(padding) + tuple(dilation) + tuple(out)
+    columns = _Columns(lib, dims, suffix)
+    for i in range(n):
+        columns(_address(x) + i * x.itemsize * c * h * w, _address(cols) + i * cols.itemsize * cols[0].size)
+    return cols
+
+
+class _Columns:
+    """im2col of one image's (group of) channels: its two halves of channels at once when there are
+    enough columns to copy (on one thread im2col takes about a quarter of a convolution's time)."""
+
+    def __init__(self, lib: _Library, dims: tuple, suffix: str):
+        channels, kh, kw, oh, ow = dims[0], dims[3], dims[4], dims[11], dims[12]
+        self.geo = (ctypes.c_int64 * len(dims))(*dims)
+        self.lib, self.whole = lib, lib.fn[f"tscript_im2col_{suffix}"]
+        self.split = channels >= 2 and channels * kh * kw * oh * ow >= IM2COL_SPLIT
+        if self.split:
+            self.parts = (ctypes.c_int64 * 3)(0, channels // 2, channels)
+            self.ptrs = (ctypes.c_void_p * 2)()
+            self.address = lib.address[f"tscript_im2col_part_{suffix}"]
+
+    def __call__(self, image: int, col: int) -> None:
+        """The columns of the image at address `image` into `col`."""
+        if not self.split:
+            self.whole(self.geo, image, col)
+            return
+        self.ptrs[0], self.ptrs[1] = image, col
+        self.lib.fn["tscript_parallel2"](self.address, self.parts, self.ptrs, ctypes.addressof(self.parts) + 8,
+                                         self.ptrs, self.geo, None)
+
+
+def _depthwise(lib: _Library, x, weight, bias, dims: tuple, y) -> None:
+    """Every output plane by the library's direct kernel (`dims`: CONV_SLOTS), its halves of planes on
+    both threads when there is enough work."""
+    name = f"tscript_depthwise2d_{_suffix(x.dtype)}"
+    kernel = lib.fn[name]
+    planes = y.shape[0] * y.shape[1]
+    ptrs = (ctypes.c_void_p * 4)(_address(x), _address(weight), None if bias is None else _address(bias), _address(y))
+    geo = (ctypes.c_int64 * len(dims))(*dims)
+    if planes >= 2 and planes * y.shape[2] * y.shape[3] * weight.shape[2] * weight.shape[3] >= DEPTHWISE_SPLIT:
+        sizes = (ctypes.c_int64 * 3)(0, planes // 2, planes)
+        lib.fn["tscript_parallel2"](lib.address[name], sizes, ptrs, ctypes.addressof(sizes) + 8, ptrs, geo, None)
+    else:
+        kernel((ctypes.c_int64 * 2)(0, planes), ptrs, geo, None)
+
+
+# -- pooling ------------------------------------------------------------------------------------
+
+def max_pool2d(x, kernel, stride, padding, dilation, out):
+    """The (N, C, H, W) max pooling `ops/conv.py` checked (normalised arguments, output size `out`:
+    windows past the input, as ceil mode makes, see only their part inside), or None (rows of fewer
+    than MIN_POOL_ROW outputs too)."""
+    lib = functions()
+    name = f"tscript_max_pool2d_{_suffix(x.dtype)}"
+    if lib is None or name not in lib.fn or x.ndim != 4 or 0 in x.shape or out[1] < MIN_POOL_ROW:
+        return None
+    x = np.ascontiguousarray(x)
+    (n, c, h, w) = x.shape
+    y = np.empty((n, c) + tuple(out), x.dtype)
+    dims = (n * c, h, w) + tuple(kernel) + tuple(stride) + tuple(padding) + tuple(dilation) + tuple(out)
+    lib.fn[name]((ctypes.c_int64 * len(dims))(*dims), _address(x), _address(y))
+    return y
+
+
+def window_sums2d(x, kernel, stride, padding, out):
+    """The sum of each window of (N, C, H, W) float `x` (zero padding; the normalised arguments
+    `ops/conv.py` checked): avg_pool2d before its division, by the depthwise kernel with weights 1
+    (the taps added in the reference's order). None when not covered: ceil-mode windows reaching
+    past the padding, and rows of fewer than MIN_POOL_ROW outputs."""
+    lib = functions()
+    name = f"tscript_depthwise2d_{_suffix(x.dtype)}"
+    if lib is None or name not in lib.fn or x.ndim != 4 or 0 in x.shape or out[1] < MIN_POOL_ROW:
+        return None
+    (n, c, h, w), (kh, kw) = x.shape, kernel
+    if any((o - 1) * s + k > size + 2 * p for o, s, k, size, p in zip(out, stride, kernel, (h, w), padding)):
+        return None
+    y = np.empty((n, c) + tuple(out), x.dtype)
+    dims = (1, h, w, kh, kw) + tuple(stride) + tuple(padding) + (1, 1) + tuple(out) + (n, 1, kh * kw,
+                                                                                        out[0] * out[1], c, 0, 0)
+    _depthwise(lib, np.ascontiguousarray(x), np.ones((c, 1, kh, kw), x.dtype), None, dims, y)
+    return y
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+def _suffix(dtype) -> str:
+    return {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}.get(np.dtype(dtype), "")
+
+
+def _address(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]
+
+
+def _scratch(col_floats: int, pack_bytes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Column and GEMM packing buffers of at least the sizes asked for: this thread's, kept between
+    calls, but for columns of more than KEPT_COLUMNS bytes (fresh ones, not kept)."""
+    kept = getattr(_local, "buffers", None) or (np.empty(0, np.float32), np.empty(0, np.uint8))
+    col = kept[0] if kept[0].size >= col_floats else np.empty(col_floats, np.float32)
+    pack = kept[1] if kept[1].size >= pack_bytes else np.empty(pack_bytes, np.uint8)
+    _local.buffers = (col if col.nbytes <= KEPT_COLUMNS else kept[0], pack)
+    return col, pack

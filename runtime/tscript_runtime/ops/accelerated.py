@@ -1,0 +1,34 @@
+"""Faster implementations of some op kernels, installed from above: the kernel library (`native/`)
+sits above the op table and may not be imported by it, so it puts its entry points here
+(`native/eager.py`) and the numpy kernels ask for them.
+
+An accelerated function takes the kernel's normalised arguments and returns the result, or None when
+it does not cover the case (a dtype, a layout, a library that cannot be built here): the numpy
+reference kernel then runs. Either way the result is the same up to float rounding.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+KERNELS: dict[str, Callable] = {}  # name (e.g. "conv2d") -> accelerated function
+_enabled = [True]
+
+
+def install(name: str, function: Callable) -> None:
+    """Make `function` the accelerated implementation of kernel `name`."""
+    KERNELS[name] = function
+
+
+def set_enabled(on: bool) -> bool:
+    """Use the accelerated implementations (True, the default) or only the numpy kernels; returns
+    the previous setting (for tests comparing the two)."""
+    previous, _enabled[0] = _enabled[0], bool(on)
+    return previous
+
+
+def call(name: str, *args):
+    """The accelerated `name`'s result for `args`, or None (none installed, switched off, not covered)."""
+    function = KERNELS.get(name)
+    if function is None or not _enabled[0]:
+        return None
+    return function(*args)
