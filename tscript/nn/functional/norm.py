@@ -47,9 +47,16 @@ def _check_channels(channels: int, **tensors) -> None:
 
 def _with_running(input: Tensor, running_mean: Tensor, running_var: Tensor, weight: Tensor | None,
                   bias: Tensor | None, shape, eps: float) -> Tensor:
-    """`input` normalized by the running statistics (per channel, broadcast to `shape`), then the affine map."""
-    out = (input - running_mean.reshape(shape)) * (running_var.reshape(shape) + eps).rsqrt()
-    return _affine(out, weight, bias, shape)
+    """`input` normalized by the running statistics (per channel, broadcast to `shape`), then the affine map,
+    as PyTorch's CPU inference kernel computes it: one scale and one shift per channel, so two passes over
+    the input (and a frozen model folds both into the convolution before it)."""
+    scale = (running_var + eps).rsqrt()
+    if weight is not None:
+        scale = scale * weight
+    shift = -running_mean * scale
+    if bias is not None:
+        shift = shift + bias
+    return input * scale.reshape(shape) + shift.reshape(shape)
 
 
 def _update_running(running: Tensor, batch_value: Tensor, momentum: float) -> None:
