@@ -169,8 +169,8 @@ class Backward:
         x = self.env[v]
         if dim is not None:
             return TracedInt(int(x.shape[dim]), ("value",)), INT
-        if isinstance(x, np.ndarray):
-            return _make(np.array(x)), _tensor_type(v, x)
+        if isinstance(x, np.ndarray):  # (a copy, unless recording on zeros: nothing then reads or writes it)
+            return _make(x.view() if _tracing.state.dataless else np.array(x)), _tensor_type(v, x)
         if isinstance(x, (bool, np.bool_)):
             return bool(x), BOOL
         if isinstance(x, int):
