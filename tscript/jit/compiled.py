@@ -128,8 +128,6 @@ class CompiledTrainingModel(CompiledModel):
         self._inputs = self._inputs[:len(self._inputs) - len(lifted)]
         self._differentiated = d
         self._variants: dict = {}
-        full = self._variant((True,) * (len(lifted) + len(float_inputs)))
-        self.backward_graph, self.backward_executable = full.graph, full.executable
         self._inference = None
 
     def __call__(self, *args, **kwargs):
@@ -156,6 +154,19 @@ class CompiledTrainingModel(CompiledModel):
                 g.block.remove_return(len(g.outputs) - 1)
             self._inference = CompiledModel(optimize_for_codegen(g), self.module, self.dynamic)
         return self._inference(*args, *[p for _, p, _ in self.lifted])
+
+    @property
+    def backward_graph(self):
+        """The backward computing every gradient (what a saved model stores; compiled on first use)."""
+        return self._full().graph
+
+    @property
+    def backward_executable(self):
+        """The native plan, code and executor of `backward_graph` (compiled on first use)."""
+        return self._full().executable
+
+    def _full(self) -> "_BackwardVariant":
+        return self._variant((True,) * (len(self.lifted) + len(self.float_inputs)))
 
     def _variant(self, mask: tuple) -> "_BackwardVariant":
         """The backward computing the gradients of the `wrt` values selected by `mask` (compiled once)."""
