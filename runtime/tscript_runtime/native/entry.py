@@ -16,6 +16,7 @@ from ..entry_steps import (AVG_POOLS, AVG_SLOTS, CONVS, CONVT_SLOTS, CONV_SLOTS,
                            KernelStep, RecurrentBackwardStep, RecurrentStep, ReduceStep,
                            ScatterStep, WindowStep, ColumnsStep, PoolIndicesStep, UpdateStep)
 from . import batch_steps, library
+from .library.depthwise import bias_of
 from .recurrent import recurrent_function
 from .recurrent_backward import backward_function
 from .library.loops import carried, counted
@@ -322,7 +323,7 @@ def _conv_batched(module, fn, b: ir.IRBuilder, dtype, small_m: int, slot: dict, 
         with counted(b, fn, I64(0), count, 1, "image") as i:
             image = b.gep(out, [b.mul(b.add(first, i), image_out)])
             with counted(b, fn, I64(0), o, 1, "channel") as c:
-                start = _bias_of(b, fn, has_bias, bias, c, fty)
+                start = bias_of(b, has_bias, bias, c, fty)
                 src = b.gep(product, [b.add(b.mul(c, ld), b.mul(i, length))])
                 dst = b.gep(image, [b.mul(c, length)])
                 with counted(b, fn, I64(0), length, 1, "copy") as j:
@@ -451,23 +452,12 @@ def _conv_transpose_function(module: ir.Module, dtype) -> ir.Function:
         out_g = b.gep(out, [b.mul(ng, group_out)])
         with counted(b, fn, I64(0), d["O"], 1, "channel") as c:
             plane = b.gep(out_g, [b.mul(c, b.mul(d["OH"], d["OW"]))])
-            start = _bias_of(b, fn, has_bias, bias, b.add(b.mul(g, d["O"]), c), fty)
+            start = bias_of(b, has_bias, bias, b.add(b.mul(g, d["O"]), c), fty)
             with counted(b, fn, I64(0), b.mul(d["OH"], d["OW"]), 1, "init") as i:
                 b.store(start, b.gep(plane, [i], inbounds=True))
             _col2im(b, fn, d, b.gep(cols, [b.mul(b.mul(b.mul(c, d["kh"]), d["kw"]), pixels)]), plane)
     b.ret_void()
     return fn
-
-
-def _bias_of(b: ir.IRBuilder, fn, has_bias, bias, channel, fty):
-    """bias[channel], or 0 without a bias (the load only runs with one: `bias` may be null)."""
-    before = b.block
-    with b.if_then(has_bias):
-        loaded, inside = b.load(b.gep(bias, [channel])), b.block
-    value = b.phi(fty)
-    value.add_incoming(loaded, inside)
-    value.add_incoming(fty(0.0), before)
-    return value
 
 
 def _col2im(b: ir.IRBuilder, fn, d: dict, cols, plane) -> None:

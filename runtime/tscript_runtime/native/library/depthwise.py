@@ -223,7 +223,7 @@ def _planes(chunks: _Chunks, g: _Geometry, d: dict, first, last, operands) -> No
         with b.if_then(b.or_(b.icmp_signed("==", p, first), b.icmp_signed("==", b.srem(p, d["O"]), I64(0)))):
             _copy_plane(chunks, g, b.gep(x, [b.mul(b.mul(source, g.H), g.W)]), padded)
         weights = b.gep(w, [b.mul(channel, b.mul(g.kh, g.kw))])
-        start = _splat(b, _bias_of(b, has_bias, bias, channel, chunks.fty), chunks.lanes)
+        start = _splat(b, bias_of(b, has_bias, bias, channel, chunks.fty), chunks.lanes)
         plane_out = b.gep(out, [b.mul(b.mul(p, g.OH), g.OW)])
         def blocks(window: _Window):
             with counted(b, fn, I64(0), g.OH, ROWS, "oh") as oh:
@@ -325,8 +325,8 @@ def _taps(chunks: _Chunks, window: _Window, weights, starts, load) -> list:
     return carried(b, fn, I64(0), window.kh, 1, "i", starts, tap_row)
 
 
-def _bias_of(b: ir.IRBuilder, has_bias, bias, channel, fty):
-    """bias[channel], or 0 without a bias (the load only runs with one)."""
+def bias_of(b: ir.IRBuilder, has_bias, bias, channel, fty):
+    """bias[channel], or 0 without a bias (the load only runs with one: `bias` may be null)."""
     before = b.block
     with b.if_then(has_bias):
         loaded, inside = b.load(b.gep(bias, [channel])), b.block
