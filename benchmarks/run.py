@@ -8,7 +8,7 @@ import platform
 
 import numpy as np
 
-from . import autograd, compile, eager_ops, executor, gemm, ir_scale, load, models, nn_layers, passes, script, strided, \
+from . import autograd, compile, conv_layers, eager_ops, executor, gemm, ir_scale, load, models, nn_layers, passes, script, strided, \
     training
 from tscript_runtime.progress import Progress
 
@@ -17,7 +17,7 @@ from .harness import report, run_case, torch
 SUITES = {"eager": eager_ops.cases, "autograd": autograd.cases, "nn": nn_layers.cases, "ir": ir_scale.cases,
           "executor": executor.cases, "passes": passes.cases, "script": script.cases, "compile": compile.cases,
           "training": training.cases, "strided": strided.cases, "load": load.cases,
-          "models": models.cases, "gemm": gemm.cases}
+          "models": models.cases, "gemm": gemm.cases, "conv_layers": conv_layers.cases}
 
 
 def main(argv=None) -> None:
