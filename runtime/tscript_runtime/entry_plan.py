@@ -21,6 +21,7 @@ from .entry_steps import (DRAWS, DRAWS_INTO, ALIASES, AVG_POOLS, CONVS, GEOMETRY
                           PoolIndicesStep, UpdateStep)
 from .graph_json import TensorRef, decode_attr
 from .ops import OPS
+from .ops.recurrent import GATES
 from .ops.reductions import reduce_dims
 from .ops.registry import TensorMeta
 from .prims import GROUPS
@@ -261,7 +262,6 @@ def _plan_recurrent(step: RecurrentStep, node: dict, env: dict, ints) -> None:
 def _plan_recurrent_backward(step: RecurrentBackwardStep, node: dict, env: dict, ints) -> None:
     """Sizes, flags, the scratch (the LSTM's cell states, the GRU's carried dh) and the three products:
     every step's h_prev @ W_hh^T (h0's, then the others': "first", "rest") and d_pre[t] @ W_hh ("back")."""
-    from .native.recurrent import GATES
     grad = env[step.inputs["grad_hs"]]
     steps, batch, hidden = grad.shape
     width = GATES[step.cell] * hidden

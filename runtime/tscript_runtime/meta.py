@@ -10,13 +10,14 @@ import mmap
 
 import numpy as np
 
+from .entry_steps import SHAPE_READS as ENTRY_SHAPE_READS
 from .executor import ArrayDomain
 from .ops.registry import TensorMeta
 
 
 _PAGES_FROM = 1 << 16  # bytes from which zeros are fresh pages
-SHAPE_READS = {"aten::size", "aten::size.all", "aten::dim", "aten::numel", "aten::is_floating_point",
-               "aten::is_complex", "prim::dtype", "prim::device", "prim::requires_grad"}
+SHAPE_READS = ENTRY_SHAPE_READS | {"aten::size.all", "aten::numel", "aten::is_floating_point", "aten::is_complex",
+                                   "prim::device"}
 
 
 class DataDependent(Exception):

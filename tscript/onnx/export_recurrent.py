@@ -9,8 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from .export_rows import row
+from .import_recurrent import CELLS
 
-_ORDERS = {"LSTM": (0, 3, 1, 2), "GRU": (1, 0, 2), "RNN": (0,)}  # ONNX's gate k is PyTorch's gate ORDER[k]
+# ONNX's gate k is PyTorch's gate _ORDERS[op][k]: the inverse of the import rows' order
+_ORDERS = {op: tuple(cell.order.index(k) for k in range(len(cell.order))) for op, cell in CELLS.items()}
 
 
 def _rows(order: tuple, hidden: int) -> np.ndarray:

@@ -16,6 +16,7 @@ from ..entry_steps import (AVG_POOLS, AVG_SLOTS, CONVS, CONVT_SLOTS, CONV_SLOTS,
                            KernelStep, RecurrentBackwardStep, RecurrentStep, ReduceStep,
                            ScatterStep, WindowStep, ColumnsStep, PoolIndicesStep, UpdateStep)
 from . import batch_steps, library
+from .blas import blas_function
 from .library.depthwise import bias_of
 from .recurrent import recurrent_function
 from .recurrent_backward import backward_function
@@ -378,7 +379,7 @@ def _conv_product(module, b: ir.IRBuilder, dtype, small_m: int, args: list, accu
     from .library.conv import PACKED_FROM
     m, n, k, w, col, ldb, out, ldc = args
     fty = ir.FloatType() if dtype == np.float32 else F64
-    gemm = _blas(module, "cblas_sgemm" if dtype == np.float32 else "cblas_dgemm", fty)
+    gemm = blas_function(module, "cblas_sgemm" if dtype == np.float32 else "cblas_dgemm", fty)
     beta = b.select(accumulate, fty(1.0), fty(0.0))
     blas = [I32(ROW_MAJOR), I32(NO_TRANS), I32(NO_TRANS), m, n, k, fty(1.0), w, k, col, ldb, beta, out, ldc]
     if dtype != np.float32:
@@ -443,7 +444,7 @@ def _conv_transpose_function(module: ir.Module, dtype) -> ir.Function:
     taps, pixels = b.mul(b.mul(d["O"], d["kh"]), d["kw"]), b.mul(d["H"], d["W"])
     group_out = b.mul(b.mul(d["O"], d["OH"]), d["OW"])
     has_bias = b.icmp_unsigned("!=", bias8, ir.Constant(I8P, None))
-    gemm = _blas(module, "cblas_sgemm" if dtype == np.float32 else "cblas_dgemm", fty)
+    gemm = blas_function(module, "cblas_sgemm" if dtype == np.float32 else "cblas_dgemm", fty)
     with counted(b, fn, I64(0), b.mul(d["N"], d["G"]), 1, "group") as ng:  # image n, group g: ng
         g = b.srem(ng, d["G"])
         b.call(gemm, [I32(ROW_MAJOR), I32(TRANS), I32(NO_TRANS), taps, pixels, d["C"], fty(1.0),
@@ -625,7 +626,7 @@ def _blas_product(module: ir.Module, b: ir.IRBuilder, function: str, fty, args: 
     """C = op(A) @ op(B) (+ beta C) by BLAS's GEMV when C is one row or one column (a GEMM is slower
     there), else by BLAS's GEMM, or for float32 (`pack`: its scratch) the kernel library's packed GEMM."""
     ta, tb, m, n, k, a, lda, bm, ldb, beta, c, ldc = args
-    gemv, gemm = _blas(module, function.replace("gemm", "gemv"), fty), _blas(module, function, fty)
+    gemv, gemm = blas_function(module, function.replace("gemm", "gemv"), fty), blas_function(module, function, fty)
     one, unit = fty(1.0), I64(1)
     no, yes = I32(NO_TRANS), I32(TRANS)
     with b.if_else(b.icmp_signed("==", m, unit)) as (row, other):
@@ -723,18 +724,6 @@ def _fill_rows(module, fn, b, c, bias, rows, row_bytes, bias_step) -> None:
     with counted(b, fn, I64(0), rows, 1, "fill") as i:
         b.call(memcpy, [b.gep(c, [b.mul(i, row_bytes)]), b.gep(bias, [b.mul(i, bias_step)]), row_bytes,
                         ir.IntType(1)(0)])
-
-
-def _blas(module: ir.Module, name: str, fty) -> ir.Function:
-    """cblas_?gemm(order, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) or
-    cblas_?gemv(order, trans, M, N, alpha, A, lda, x, incx, beta, y, incy); ILP64 integers."""
-    try:
-        return module.get_global(name)
-    except KeyError:
-        fp = fty.as_pointer()
-        args = [I32, I32, I32, I64, I64, I64, fty, fp, I64, fp, I64, fty, fp, I64] if name.endswith("gemm") else \
-            [I32, I32, I64, I64, fty, fp, I64, fp, I64, fty, fp, I64]
-        return ir.Function(module, ir.FunctionType(ir.VoidType(), args), name)
 
 
 # -- indexing and reductions: helpers the entry calls (it is not optimized; they are) ---------------------

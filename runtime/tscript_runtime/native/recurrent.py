@@ -15,13 +15,14 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..entry_steps import NO_TRANS, RECURRENT_SLOTS, TRANS
+from ..ops.recurrent import GATES
 from . import library
+from .blas import blas_function
 from .library.loops import counted
 from .mathlib import float_function
 
 I1, I8, I32, I64, F64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.DoubleType()
 I8P = I8.as_pointer()
-GATES = {"lstm": 4, "gru": 3, "rnn": 1}
 UNITS = 16                # the two threads' units are cut at a multiple of this: one AVX-512 vector of float32
 ROW_MAJOR = 101
 # A step part's pointers: h_prev (its whole rows), its weight rows, its product columns, and, at its first
@@ -124,8 +125,9 @@ def _step_part(module: ir.Module, cell: str, fty) -> ir.Function:
             b.call(library.declare(module, "tscript_gemm_nt_f32"),
                    [p["prev"], weight, product, d["B"], units, hidden, hidden, hidden, width, I1(0)])
         else:
-            b.call(_dgemm(module), [I32(ROW_MAJOR), I32(NO_TRANS), I32(TRANS), d["B"], units, hidden, F64(1.0),
-                                    p["prev"], hidden, weight, hidden, F64(0.0), product, width])
+            b.call(blas_function(module, "cblas_dgemm", F64),
+                   [I32(ROW_MAJOR), I32(NO_TRANS), I32(TRANS), d["B"], units, hidden, F64(1.0), p["prev"], hidden,
+                    weight, hidden, F64(0.0), product, width])
     with counted(b, fn, I64(0), d["B"], 1, "row") as r:
         rows = {n: b.gep(p[n], [b.mul(r, width if n in ("gates", "product") else hidden)])
                 for n in ("gates", "product", "h", "c", "prev_units")}
@@ -159,17 +161,6 @@ def _unit_cells(b: ir.IRBuilder, fn, cell: str, d: dict, rows: dict, units, fty)
                 each(lambda j: _relu(b, b.fadd(*parts(0, j)), fty), "relu")
             with tanh:
                 each(lambda j: float_function(b, "tanh", b.fadd(*parts(0, j))), "tanh")
-
-
-def _dgemm(module: ir.Module) -> ir.Function:
-    """cblas_dgemm (ILP64 integers)."""
-    try:
-        return module.get_global("cblas_dgemm")
-    except KeyError:
-        fp = F64.as_pointer()
-        i32 = ir.IntType(32)
-        return ir.Function(module, ir.FunctionType(ir.VoidType(), [i32, i32, i32, I64, I64, I64, F64, fp, I64, fp, I64,
-                                                                   F64, fp, I64]), "cblas_dgemm")
 
 
 def _lstm_unit(b: ir.IRBuilder, pre: list, c_at):

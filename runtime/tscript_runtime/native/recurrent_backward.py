@@ -17,12 +17,12 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..entry_steps import BACKWARD_SLOTS
+from ..ops.recurrent import GATES
 from .library.loops import counted
 from .mathlib import float_function
 
 I1, I8, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(64)
 I8P = I8.as_pointer()
-GATES = {"lstm": 4, "gru": 3, "rnn": 1}
 
 
 def backward_function(module: ir.Module, cell: str, fty, product: ir.Function) -> ir.Function:

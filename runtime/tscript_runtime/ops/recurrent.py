@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import OpRuntimeError, fmt_shape
 from .registry import register
 
-_GATES = {"lstm": 4, "gru": 3, "rnn": 1}
+GATES = {"lstm": 4, "gru": 3, "rnn": 1}  # gates a cell computes (per hidden unit)
 
 
 def _sigmoid(x):
@@ -33,13 +33,13 @@ def _check(kind: str, gates, w_hh, b_hh, states) -> None:
     """The shapes a `kind` sequence op needs, or an error naming the argument that differs."""
     name = f"_{kind}_sequence"
     if gates.ndim != 3:
-        raise OpRuntimeError(f"{name}(): gates must be 3-D (time, batch, {_GATES[kind]} * hidden), got "
+        raise OpRuntimeError(f"{name}(): gates must be 3-D (time, batch, {GATES[kind]} * hidden), got "
                              f"{fmt_shape(gates.shape)}")
     if w_hh.ndim != 2:
         raise OpRuntimeError(f"{name}(): weight_hh must be 2-D, got {fmt_shape(w_hh.shape)}")
     width, hidden = w_hh.shape
     batch = gates.shape[1]
-    _expect(name, "weight_hh", w_hh.shape, (_GATES[kind] * hidden if isinstance(hidden, int) else width, hidden))
+    _expect(name, "weight_hh", w_hh.shape, (GATES[kind] * hidden if isinstance(hidden, int) else width, hidden))
     _expect(name, "gates", gates.shape, (gates.shape[0], batch, width))
     if b_hh is not None:
         _expect(name, "bias_hh", b_hh.shape, (width,))

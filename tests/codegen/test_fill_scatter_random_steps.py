@@ -1,5 +1,6 @@
-"""Tensors of one value whose sizes come from a dynamic dim (zeros, ones, full, *_like) as whole-graph entry
-steps: every dtype width, zero and non-zero patterns, against eager."""
+"""Whole-graph entry steps that make tensors: tensors of one value whose sizes come from a dynamic dim
+(zeros, ones, full, *_like; every dtype width, zero and non-zero patterns), select_scatter/slice_scatter,
+and random tensors drawn before the call (equal to eager's from the same seed), against eager."""
 import numpy as np
 import pytest
 
