@@ -118,6 +118,26 @@ def test_special_values(model, oracle):
     check_outputs(got, _fn(oracle)(*(oracle.from_numpy(a) for a in (rows, w, r))), LABELS)
 
 
+@pytest.mark.parametrize("at", [0, 17, 70, 99])
+def test_nan_anywhere_in_long_rows(model, at):
+    """A NaN in the vector body or the tail of a long row makes amax/amin (and softmax) NaN; infinities
+    and signed zeros elsewhere give eager's values (the max/min pass runs vectorized)."""
+    dtype, rank, cm = model
+    rng = np.random.default_rng(at)
+    rows = values(rng, (4, 100), dtype)
+    rows[0, at] = np.nan
+    rows[1, at] = np.inf
+    rows[2, at] = -np.inf
+    rows[3] = -0.0
+    rows[3, at] = 0.0
+    rows = rows.reshape((1,) * (rank - 2) + rows.shape)
+    args = (ts.from_numpy(rows), ts.from_numpy(np.ones((1,) * (rank - 1) + rows.shape[-1:], dtype)), ts.from_numpy(np.ones(rows.shape[:-1] + (1,), dtype)))
+    got, want = cm(*args), _fn()(*args)
+    check_outputs(got, want, LABELS)
+    amax = np.asarray(got[LABELS.index("amax")].numpy()).reshape(4)
+    assert np.isnan(amax[0]) and amax[1] == np.inf and amax[3] == 0.0
+
+
 def test_empty_rows(model):
     """Rows of length 0: amax/amin raise as in eager (they stay reference ops when the last dim is
     dynamic); without them, sums are 0, means and variances NaN, softmax empty."""

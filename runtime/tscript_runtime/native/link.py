@@ -7,8 +7,8 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
-import struct
 
+from . import elf, perf_map
 from .library import NAMES as LIBRARY_FUNCTIONS
 from .target import LLVM_LOCK, binding
 
@@ -38,29 +38,12 @@ def declared_functions(module) -> set[str]:
 def imports_of(module, obj: bytes) -> set[str]:
     """What the object code emitted from `module` imports when linked: its declared functions and,
     for ELF objects, every undefined symbol (LLVM may lower an intrinsic to a libm call)."""
-    return declared_functions(module) | (_elf_undefined(obj) if obj[:6] == b"\x7fELF\x02\x01" else set())
+    return declared_functions(module) | (_undefined(obj) if elf.is_elf64(obj) else set())
 
 
-_SHT_SYMTAB = 2
-
-
-def _elf_undefined(obj: bytes) -> set[str]:
-    """The undefined symbols of an ELF64 little-endian object (one this runtime emitted)."""
-    (shoff,) = struct.unpack_from("<Q", obj, 0x28)
-    shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
-    # Section header: name, type, flags, addr, offset, size, link, info, addralign, entsize.
-    sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize) for i in range(shnum)]
-    names = set()
-    for _, kind, _, _, offset, size, link, _, _, entsize in sections:
-        if kind != _SHT_SYMTAB:
-            continue
-        strings = sections[link][4]
-        for at in range(offset + entsize, offset + size, entsize):  # entry 0 is the null symbol
-            name, _, _, section = struct.unpack_from("<IBBH", obj, at)
-            if section == 0 and name:  # SHN_UNDEF: resolved at link time
-                start = strings + name
-                names.add(obj[start:obj.index(b"\0", start)].decode())
-    return names
+def _undefined(obj: bytes) -> set[str]:
+    """The undefined symbols of an ELF object (SHN_UNDEF: resolved at link time)."""
+    return {name for name, _, section, _, _ in elf.symbols(obj) if section == 0 and name}
 
 
 def blas_library() -> str | None:
@@ -142,6 +125,8 @@ class NativeLibrary:
             NativeLibrary._count += 1
             self._tracker = builder.link(_jit(), f"tscript_native_{NativeLibrary._count}")
             self._addresses = {name: self._tracker[name] for name in exports}
+        if perf_map.enabled():
+            perf_map.record(obj, self._addresses, f"tscript_native_{NativeLibrary._count}")
 
     def address(self, name: str) -> int:
         return self._addresses[name]

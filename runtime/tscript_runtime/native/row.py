@@ -13,7 +13,7 @@ from llvmlite import ir
 from .. import dtypes as dt
 from ..typed_graph import Graph
 from ..types import TensorType
-from .library.loops import I64, loop
+from .library.loops import I64, carried, loop
 from .lowering import LLVM_TYPES, MEMORY_TYPES, Emitter
 from .pointwise import _dtype_of, _lower_node, prologue
 
@@ -127,6 +127,9 @@ class _Row:
         identity = 0.0 if combine == "add" else REDUCTIONS[node.kind][0]
         init = e.const(identity, dtype)
 
+        if combine in ("max", "min") and dt.is_float(dtype):
+            return self._extremum_pass(node, offsets, row_values, n, combine, name, into)
+
         def step(j, acc):
             x = self.value(node.inputs[0], offsets, j, row_values, {})
             if into is not None:
@@ -141,6 +144,26 @@ class _Row:
                 return b.and_(acc, x) if combine == "and" else b.or_(acc, x)
             return _extremum(b, combine, acc, x)
         return loop(self.b, self.fn, n, step, name, init)
+
+    def _extremum_pass(self, node, offsets, row_values, n, combine, name, into):
+        """A float max/min pass as two reductions LLVM vectorizes: maxnum/minnum (which skips NaN) and
+        whether any element is NaN; the result is NaN if one was (PyTorch's amax/amin propagate it)."""
+        e, b = Emitter(self.b), self.b
+        dtype = node.output.type.dtype
+        fty = LLVM_TYPES[dtype]
+        intrinsic = "llvm.maxnum" if combine == "max" else "llvm.minnum"
+        fn = b.module.declare_intrinsic(intrinsic, [fty], ir.FunctionType(fty, [fty, fty]))
+
+        def step(j, accs):
+            x = self.value(node.inputs[0], offsets, j, row_values, {})
+            if into is not None:
+                self.store(into, offsets, x, j)
+            x = e.cast(x, _dtype_of(node.inputs[0]), dtype)
+            # nnan: a NaN makes `best` poison, but then the select below picks NaN, not `best`
+            return [b.call(fn, [accs[0], x], fastmath=("nnan", "nsz")), b.or_(accs[1], b.fcmp_unordered("uno", x, x))]
+        initial = [e.const(REDUCTIONS[node.kind][0], dtype), ir.IntType(1)(0)]
+        best, nan = carried(b, self.fn, I64(0), n, 1, name, initial, step)
+        return b.select(nan, ir.Constant(fty, float("nan")), best)
 
     def value(self, v, offsets, j, row_values, memo):
         """The element of `v` at column j of this row (row scalars: the row's value)."""
