@@ -6,13 +6,13 @@ whole-graph entry calls, through ctypes, so a user who never compiles runs them 
 library is linked the first time one of them runs (from the on-disk object cache when it is there),
 once per process. Each returns None for what it does not cover (dtypes other than float32 for the
 GEMMs, a library that cannot be built here, empty tensors), and the numpy kernel runs instead.
+Matrix products and erf are in `eager_math.py`.
 
 A convolution is, per image and group, im2col into a scratch (K, L) (a 1x1 stride-1 unpadded
 convolution reads the image itself) and the packed GEMM `out (O, L) = W (O, K) @ col` into the
 output, whose rows hold the bias first; one input channel per group goes to the direct depthwise
 kernel, which also sums average pooling's windows. Scratch buffers are per thread (the ctypes calls
-release the GIL). Products outside convolutions (linear, matmul) stay on numpy's BLAS: the packed
-GEMM measured level with it here.
+release the GIL).
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from . import library
 
 _P, _I32, _I64, _F32 = ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64, ctypes.c_float
 _SIGNATURES = {
+    "tscript_erf_f32": (_P, _P, _I64),
     "tscript_im2col_f32": (_P, _P, _P),
     "tscript_im2col_f64": (_P, _P, _P),
     "tscript_max_pool2d_f32": (_P, _P, _P),
@@ -54,6 +55,9 @@ def install() -> None:
     accelerated.install("max_pool2d", max_pool2d)
     accelerated.install("im2col", im2col)
     accelerated.install("window_sums2d", window_sums2d)
+    from . import eager_math  # (it builds on this module)
+    accelerated.install("matmul", eager_math.matmul)
+    accelerated.install("erf", eager_math.erf)
 
 
 class _Library:

@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..errors import OpRuntimeError, OpValueError, fmt_shape
+from . import accelerated
 from ._cast import as_array, cast
 from .registry import register
 from .rules import broadcast_shapes, numel, promoted
@@ -202,6 +203,9 @@ def _addmm_shape(self, mat1, mat2, beta=1, alpha=1):
 def matmul(self, other):
     _matmul_dtype(self, other)
     _matmul_shape(self, other)
+    fast = accelerated.call("matmul", self, other)
+    if fast is not None:
+        return fast
     if self.ndim > 2 and other.ndim == 2:  # one 2-d GEMM over the flattened leading dims, not a stack
         return _flat_product(self, other)
     return as_array(np.matmul(self, other))
@@ -218,14 +222,20 @@ def _flat_product(x: np.ndarray, matrix: np.ndarray) -> np.ndarray:
 def mm(self, mat2):
     _mm_dtype_of("mm", self, mat2)
     _mm_shape(self, mat2)
-    return np.matmul(self, mat2)
+    return _product(self, mat2)
 
 
 @register("aten::bmm(Tensor self, Tensor mat2) -> Tensor", shape=_bmm_shape, dtype=_bmm_dtype)
 def bmm(self, mat2):
     _bmm_dtype(self, mat2)
     _bmm_shape(self, mat2)
-    return np.matmul(self, mat2)
+    return _product(self, mat2)
+
+
+def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b, on the kernel library when it covers the case (ops/accelerated.py), else numpy."""
+    fast = accelerated.call("matmul", a, b)
+    return np.matmul(a, b) if fast is None else fast
 
 
 @register("aten::dot(Tensor self, Tensor tensor) -> Tensor", shape=_dot_shape,
@@ -473,7 +483,9 @@ def linear(input, weight, bias=None):
     if not fast:  # the rules raise PyTorch's messages for anything out of the ordinary
         _linear_shape(input, weight, bias)
         _linear_dtype(input, weight, bias)
-    out = _flat_product(input, weight.T) if input.ndim > 2 else np.matmul(input, weight.T)
+    out = accelerated.call("matmul", input, weight.T) if input.ndim >= 2 else None
+    if out is None:
+        out = _flat_product(input, weight.T) if input.ndim > 2 else np.matmul(input, weight.T)
     if bias is not None:
         out += bias
     return as_array(out)
