@@ -9,7 +9,10 @@ from .entry_steps import (ALIASES, CONTAINERS, CONVS, FLOAT_SUFFIX, GEMM_DTYPES,
                           DRAWS_INTO, FILLS, POOLS, RECURRENT, RECURRENT_BACKWARD, SHAPE_READS, STEP_KINDS, STRIDED_VIEWS, VIEW_LISTS, WINDOW_ARITY, CatStep, GatherStep,
                           DrawStep, EmbedStep, FillStep, GemmStep, KernelStep, NotLowerable, ColumnsStep, PoolIndicesStep, UpdateStep, RecurrentBackwardStep, RecurrentStep, ReduceStep, Root, ScatterStep, WindowStep, scalar_op,
                           tensor_type)
+from .entry_steps import PoolBackwardStep
+from .conv_epilogue import CONV_ARITY
 from .graph_json import TensorRef, decode_attr
+from .prims import CONV_GROUP
 
 @dataclass
 class EntryLayout:
@@ -34,13 +37,14 @@ class EntryLayout:
     empties: set = field(default_factory=set)     # torch.empty tensors (never written by the entry)
     drawn: list = field(default_factory=list)     # roots of random tensors, in the order they are drawn
     written_fixed: set = field(default_factory=set)  # fixed roots (module buffers) written in place by steps
+    epilogues: dict = field(default_factory=dict)  # ConvGroup node index -> its conv_epilogue.EpilogueSpec
 
     @classmethod
-    def build(cls, graph: dict, steps: list, specs: dict) -> "EntryLayout":
+    def build(cls, graph: dict, steps: list, specs: dict, epilogues: dict | None = None) -> "EntryLayout":
         """The layout of the entry running `steps` (native_plan.StepPlan) over `graph` (a checked
-        graph document whose kernels have the KernelSpecs `specs`, by name), or NotLowerable naming
-        the node that stops it."""
-        layout = cls(graph, specs)
+        graph document whose kernels have the KernelSpecs `specs`, by name, and whose ConvGroups the
+        EpilogueSpecs `epilogues`, by node index), or NotLowerable naming the node that stops it."""
+        layout = cls(graph, specs, epilogues=epilogues or {})
         layout._walk({s.node: s for s in steps})
         layout._place()
         return layout
@@ -103,6 +107,8 @@ class EntryLayout:
                 self._pool_indices(index, node, outs)
             elif step.template == "columns":
                 self._columns(index, node, outs[0])
+            elif step.template == "max_pool2d_backward":
+                self._pool_backward(index, node, outs[0])
             elif step.template == "draw":
                 self._draw(index, node, outs[0])
             elif step.template == "embed":
@@ -203,8 +209,12 @@ class EntryLayout:
 
     def _window(self, index: int, node: dict, out: str, step) -> None:
         kind, ins = node["kind"], node["inputs"]
+        group = kind == CONV_GROUP  # a conv2d's inputs, then its epilogue's tensors
+        kind, ins, extras = ("aten::conv2d", ins[:CONV_ARITY], ins[CONV_ARITY:]) if group else (kind, ins, [])
         if len(ins) != WINDOW_ARITY[kind]:
             raise NotLowerable(f"{kind} with {len(ins)} inputs")
+        if any(self.kinds.get(v) != "tensor" for v in extras):
+            raise NotLowerable(f"{CONV_GROUP} whose epilogue reads values that are not tensors")
         suffix = FLOAT_SUFFIX.get(tensor_type(node["outputs"][0].get("type", ""))[1])
         if suffix is None:
             raise NotLowerable(f"{kind} of dtype {node['outputs'][0].get('type')}")
@@ -216,7 +226,10 @@ class EntryLayout:
         self._tensor_out(node, out)
         self._new_root(out, 0)
         name = (CONVS.get(kind) or POOLS[kind]) + "_" + suffix
-        self.steps.append(WindowStep(index, kind, ins[0], weight, bias, out, name, step.small_m))
+        self.steps.append(WindowStep(index, kind, ins[0], weight, bias, out, name, step.small_m, extras=list(extras),
+                                     epilogue=self.epilogues.get(index) if group else None))
+        if group and index not in self.epilogues:
+            raise NotLowerable(f"{CONV_GROUP} without its epilogue's spec")
 
     def _cat(self, index: int, node: dict, out: str) -> None:
         ins = node["inputs"]
@@ -294,6 +307,14 @@ class EntryLayout:
             self._tensor_out(node, o)
             self._new_root(o, 0)
         self.steps.append(PoolIndicesStep(index, node["inputs"][0], outs[0], outs[1], suffix))
+
+    def _pool_backward(self, index: int, node: dict, out: str) -> None:
+        suffix = FLOAT_SUFFIX.get(tensor_type(node["outputs"][0].get("type", ""))[1])
+        if len(node["inputs"]) != 7 or suffix is None or any(self.kinds.get(v) != "tensor" for v in node["inputs"][:2]):
+            raise NotLowerable("_max_pool2d_backward of other than float32/float64 tensors")
+        self._tensor_out(node, out)
+        self._new_root(out, 0)
+        self.steps.append(PoolBackwardStep(index, node["inputs"][0], node["inputs"][1], out, suffix))
 
     def _columns(self, index: int, node: dict, out: str) -> None:
         suffix = FLOAT_SUFFIX.get(tensor_type(node["outputs"][0].get("type", ""))[1])

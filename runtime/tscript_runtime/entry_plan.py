@@ -19,12 +19,14 @@ from .entry_steps import (DRAWS, DRAWS_INTO, ALIASES, AVG_POOLS, CONVS, GEOMETRY
                           GatherStep, GemmStep, KernelStep, RecurrentBackwardStep, RecurrentStep, ReduceStep,
                           ScatterStep, WindowStep, window_slots, COLUMN_SLOTS, UPDATE_SLOTS, ColumnsStep,
                           PoolIndicesStep, UpdateStep)
+from .entry_steps import IM2COLS, PoolBackwardStep
 from .graph_json import TensorRef, decode_attr
 from .ops import OPS
 from .ops.recurrent import GATES
 from .ops.reductions import reduce_dims
 from .ops.registry import TensorMeta
-from .prims import GROUPS
+from .conv_epilogue import CONV_ARITY, array_fits
+from .prims import CONV_GROUP, KERNEL_GROUPS
 
 @dataclass
 class CallPlan:
@@ -130,7 +132,10 @@ def _evaluate(layout: EntryLayout, launchers: dict, args: list, fixed: list) -> 
                 value = next(fixed_values)
         elif kind in ("prim::ListConstruct", "prim::TupleConstruct"):
             value = (list if kind == "prim::ListConstruct" else tuple)(env[v] for v in node["inputs"])
-        elif kind in GROUPS:
+        elif kind == CONV_GROUP:  # a conv2d (its first inputs) and pointwise ops keeping its shape
+            value = _op_value(OPS["aten::conv2d"], [_meta(env[v]) for v in node["inputs"][:CONV_ARITY]])
+            value = _dataless(value.shape, value.dtype)
+        elif kind in KERNEL_GROUPS:
             launcher = launchers[attrs["kernel"]]
             tensors = [env[v] for v, k in zip(node["inputs"], launcher.kinds) if k == "tensor"]
             kernel_plans[index] = kplan = launcher._plan(tensors)
@@ -390,10 +395,23 @@ def _plan_window(step: WindowStep, node: dict, env: dict, ints) -> None:
     if any(not t.flags.c_contiguous or t.dtype != dtype for t in operands + [out]) or x.ndim not in (3, 4):
         raise Unplannable(f"{step.kind} of non-contiguous operands or other dtypes than its code's")
     args = [env[v] for v in node["inputs"]]
+    if step.epilogue is not None:
+        _check_epilogue(step, env, out)
     plan = {"aten::conv2d": _plan_conv, "aten::conv_transpose2d": _plan_conv_transpose}.get(step.kind) or \
         (_plan_avg_pool if step.kind in AVG_POOLS else _plan_max_pool)
     values = plan(step, env, x, args)
     ints[step.dims:step.dims + len(values)] = values
+
+
+def _check_epilogue(step: WindowStep, env: dict, out) -> None:
+    """A ConvGroup's epilogue tensors are laid out as its code reads them (conv_epilogue.array_fits),
+    of the dtypes it was generated for."""
+    spec = step.epilogue
+    for v, kind, dtype in zip(step.extras, spec.kinds, spec.kernel.in_dtypes[1:]):
+        array = env[v]
+        if array.dtype != dtype or not array_fits(kind, array, out):
+            raise Unplannable(f"a convolution epilogue input of shape {array.shape} and dtype {array.dtype} "
+                              f"(read as '{kind}' beside an output of shape {out.shape})")
 
 
 def _plan_conv(step: WindowStep, env: dict, x, args: list) -> list:
@@ -424,11 +442,19 @@ def _plan_conv_transpose(step: WindowStep, env: dict, x, args: list) -> list:
     w, groups = env[step.weight], args[6]
     g = _transposed_geometry(_meta(x), _meta(w), _meta(env[step.bias]) if step.bias else None, args[3], args[4],
                              args[5], groups, args[7])
+    from .native.library.transposed import COLUMN_PAD, images_per_product, writes_output
     c, h, wd = x.shape[-3:]
-    out_per_group, kernel = w.shape[1], tuple(w.shape[2:])
-    scratch = out_per_group * kernel[0] * kernel[1] * h * wd * x.itemsize
-    return [c // groups, h, wd, *kernel, *g.stride, *g.padding, *g.dilation, *g.out,
-            x.shape[0] if x.ndim == 4 else 1, out_per_group, groups, scratch]
+    n, out_per_group, kernel = x.shape[0] if x.ndim == 4 else 1, w.shape[1], tuple(w.shape[2:])
+    width = out_per_group * kernel[0] * kernel[1]  # one group's columns
+    if writes_output(h * wd, kernel, g.padding, g.dilation, g.out):  # the product writes the output
+        images, scratch = n, 0
+    else:  # the columns of `images` images, then (but for 1x1 images) their pixel rows
+        row = groups * width + COLUMN_PAD
+        images = images_per_product(n, h * wd * row * x.itemsize)
+        scratch = images * h * wd * (row + (c if h * wd > 1 else 0)) * x.itemsize
+    pack = _pack_bytes(images * h * wd, width, c // groups) if x.dtype == np.float32 else 0
+    return [c // groups, h, wd, *kernel, *g.stride, *g.padding, *g.dilation, *g.out, n, out_per_group, groups, images,
+            scratch, pack]
 
 
 def _plan_max_pool(step: WindowStep, env: dict, x, args: list) -> list:
@@ -557,15 +583,26 @@ def _plan_pool_indices(step: PoolIndicesStep, node: dict, env: dict, ints) -> No
     ints[step.dims:step.dims + len(GEOMETRY)] = _plan_max_pool(step, env, x, [env[v] for v in node["inputs"]])
 
 
+def _plan_pool_backward(step: PoolBackwardStep, node: dict, env: dict, ints) -> None:
+    """The pooling's geometry (planes, sizes, window) over a C-contiguous input and gradient."""
+    x, grad = env[step.input], env[step.grad]
+    if not (x.flags.c_contiguous and grad.flags.c_contiguous) or x.ndim not in (3, 4):
+        raise Unplannable("_max_pool2d_backward of a non-contiguous input or gradient")
+    ints[step.dims:step.dims + len(GEOMETRY)] = _plan_max_pool(step, env, x, [env[v] for v in node["inputs"][1:]])
+
+
 def _plan_columns(step: ColumnsStep, node: dict, env: dict, ints) -> None:
     """The image's geometry, the images and the columns' element strides. im2col reads a C-contiguous
-    image; col2im reads columns with any strides and writes a C-contiguous image."""
+    image into columns (N, C*kh*kw, L) or, _im2col_rows, (C*kh*kw, N, L); col2im reads columns with any
+    strides and writes a C-contiguous image."""
     from .ops.conv import _col2im_geometry, _im2col_geometry
     x, out, args = env[step.input], env[step.out], [env[v] for v in node["inputs"]]
-    image, cols = (x, out) if step.kind == "aten::im2col" else (out, x)
+    image, cols = (x, out) if step.kind in IM2COLS else (out, x)
     if not image.flags.c_contiguous or not out.flags.c_contiguous or cols.ndim != 3:
         raise Unplannable(f"{step.kind} of a non-contiguous image or unbatched columns")
-    if step.kind == "aten::im2col":
+    if step.kind == "aten::_im2col_rows":
+        cols = cols.transpose(1, 0, 2)
+    if step.kind in IM2COLS:
         g = _im2col_geometry(_meta(x), *args[1:5])
     else:
         g = _col2im_geometry(_meta(x), *args[1:6])
@@ -578,7 +615,8 @@ def _plan_columns(step: ColumnsStep, node: dict, env: dict, ints) -> None:
 # step type -> its call plan
 _PLANNERS = {GemmStep: _plan_gemm, WindowStep: _plan_window, CatStep: _plan_cat, GatherStep: _plan_gather,
              ScatterStep: _plan_scatter, ReduceStep: _plan_reduce, UpdateStep: _plan_update,
-             PoolIndicesStep: _plan_pool_indices, ColumnsStep: _plan_columns, RecurrentStep: _plan_recurrent,
+             PoolIndicesStep: _plan_pool_indices, PoolBackwardStep: _plan_pool_backward,
+             ColumnsStep: _plan_columns, RecurrentStep: _plan_recurrent,
              FillStep: _plan_fill, DrawStep: lambda *args: None, EmbedStep: _plan_embed, RecurrentBackwardStep: _plan_recurrent_backward}
 
 

@@ -4,11 +4,11 @@ the ABI, entry_layout.py for the layout, entry_plan.py for the values, native/en
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import dtypes as dt
 from .ops import OPS
-from .prims import GROUPS
+from .prims import CONV_GROUP, KERNEL_GROUPS
 
 # Views that keep a C-contiguous input's element order: the output shares the input's root.
 ALIASES = {"aten::view", "aten::reshape", "aten::flatten", "aten::squeeze", "aten::unsqueeze",
@@ -64,12 +64,14 @@ RECURRENT_BACKWARD = {f"{kind}_backward": cell for kind, cell in RECURRENT.items
 # A copy of a tensor with a slice (select_scatter: one index) replaced: the tensor seen as (outer, n, inner
 # bytes) around the dim, the slice's first index, step and length, and the whole tensor's bytes.
 EMBED_SLOTS = ("outer", "n", "inner", "start", "step", "count", "bytes")
-STEP_KINDS = {"draw": DRAWS, "embed": {"aten::select_scatter", "aten::slice_scatter"}, "fill": set(FILLS), "recurrent": set(RECURRENT), "recurrent_backward": set(RECURRENT_BACKWARD), "kernel": set(GROUPS), "gemm": set(GEMMS), "conv2d": {"aten::conv2d"},
+IM2COLS = {"aten::im2col", "aten::_im2col_rows"}  # columns of images: (N, C*kh*kw, L), or (C*kh*kw, N, L)
+STEP_KINDS = {"draw": DRAWS, "embed": {"aten::select_scatter", "aten::slice_scatter"}, "fill": set(FILLS), "recurrent": set(RECURRENT), "recurrent_backward": set(RECURRENT_BACKWARD), "kernel": set(KERNEL_GROUPS), "gemm": set(GEMMS), "conv2d": {"aten::conv2d", CONV_GROUP},
               "conv_transpose2d": {"aten::conv_transpose2d"}, "max_pool2d": {"aten::max_pool2d"},
               "avg_pool2d": set(AVG_POOLS), "cat": {"aten::cat", "aten::stack"},
               "gather": {"aten::index_select", "aten::gather"}, "scatter": {"aten::scatter_add", "aten::index_put"},
               "reduce": {"aten::sum", "aten::mean", "aten::var"}, "update": {"aten::add_"}, "copy": {"aten::copy_"},
-              "max_pool2d_with_indices": {"aten::max_pool2d_with_indices"}, "columns": {"aten::im2col", "aten::col2im"}}
+              "max_pool2d_with_indices": {"aten::max_pool2d_with_indices"}, "columns": {*IM2COLS, "aten::col2im"},
+              "max_pool2d_backward": {"aten::_max_pool2d_backward"}}
 # Indexing along a dim of tensors seen as (outer, n, inner): the source's n, the index's n, the index's
 # bytes per element and the data's. index_select and index_put pick whole (outer, inner) slices by a 1-d
 # index; gather and scatter_add one element per index element (index shaped like the result). An index
@@ -91,9 +93,11 @@ GEOMETRY = ("C", "H", "W", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "OH",
 COLUMN_SLOTS = GEOMETRY + ("N", "s_n", "s_k", "s_l")
 CONV_SLOTS = GEOMETRY + ("N", "O", "K", "L", "G", "scratch", "pack")  # C and O: the channels of one group
 # A transposed convolution: its input's geometry (C: one group's input channels, H, W), the kernel, stride,
-# padding and dilation, its output size, images, one group's output channels, groups, and the scratch
-# holding one group's columns (O*kh*kw, H*W).
-CONVT_SLOTS = ("C", "H", "W", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "OH", "OW", "N", "O", "G", "scratch")
+# padding and dilation, its output size, images, one group's output channels, groups, the images one
+# product computes, the scratch holding their columns (images*H*W, G*O*kh*kw) and their input's pixel rows
+# (images*H*W, G*C), and the packed GEMM's panels (native/conv_transpose.py).
+CONVT_SLOTS = ("C", "H", "W", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "OH", "OW", "N", "O", "G", "images",
+               "scratch", "pack")
 # An average pooling: planes, sizes, window (adaptive: 1, PyTorch's adaptive windows; else kernel,
 # stride, padding), whether the divisor counts padding, a divisor override (0: none).
 AVG_SLOTS = ("P", "H", "W", "OH", "OW", "kh", "kw", "sh", "sw", "ph", "pw", "adaptive", "include_pad", "divisor")
@@ -174,7 +178,8 @@ class GemmStep:
 
 @dataclass
 class WindowStep:
-    """conv2d (input, weight, bias) or max_pool2d (input): GEOMETRY-based native code."""
+    """conv2d (input, weight, bias) or max_pool2d (input): GEOMETRY-based native code. A ConvGroup is a
+    conv2d step (kind aten::conv2d) with an epilogue reading `extras` (conv_epilogue.py)."""
     node: int
     kind: str
     input: str
@@ -184,6 +189,8 @@ class WindowStep:
     function: str            # tscript_conv2d_f32, tscript_max_pool2d_f64, ...
     small_m: int = 0         # convolutions: at most this many output channels use the library GEMM
     dims: int = 0            # plan slot of CONV_SLOTS (convolutions) or GEOMETRY (pools)
+    extras: list = field(default_factory=list)  # a ConvGroup's epilogue tensors (value names)
+    epilogue: object = None  # a ConvGroup's conv_epilogue.EpilogueSpec: its pointwise ops, run as the epilogue
 
     @property
     def n_slots(self) -> int:
@@ -194,7 +201,7 @@ class WindowStep:
         return [self.out]
 
     def values(self) -> list:
-        return [v for v in (self.out, self.input, self.weight, self.bias) if v is not None]
+        return [v for v in (self.out, self.input, self.weight, self.bias) if v is not None] + self.extras
 
 
 @dataclass
@@ -319,6 +326,26 @@ class PoolIndicesStep:
 
     def values(self) -> list:
         return [self.out, self.indices, self.input]
+
+
+@dataclass
+class PoolBackwardStep:
+    """_max_pool2d_backward: each output's gradient added at its window's maximum in `input`, found again
+    (GEOMETRY; C counts planes)."""
+    node: int
+    grad: str
+    input: str
+    out: str
+    function: str            # f32 or f64
+    dims: int = 0
+    n_slots = len(GEOMETRY)
+
+    @property
+    def outputs(self) -> list:
+        return [self.out]
+
+    def values(self) -> list:
+        return [self.out, self.grad, self.input]
 
 
 @dataclass

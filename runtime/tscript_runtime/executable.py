@@ -79,9 +79,16 @@ class Executable:
             return f"{kernels}, not usable here ({self.reason}): fusion groups run on the reference kernels"
         from .native.target import host
         if self.entry is not None:
-            return f"{kernels} emitted for this CPU ({host()['cpu']}); whole graph in one native call"
+            return f"{kernels} emitted for this CPU ({host()['cpu']}); whole graph in one native call" + \
+                _epilogues(self.plan.layout.steps)
         why = f" (no whole-graph call: {self.plan.why_no_entry})" if self.plan.why_no_entry else ""
         return f"{kernels} emitted for this CPU ({host()['cpu']}); the executor calls them{why}"
+
+
+def _epilogues(steps: list) -> str:
+    """How many convolutions of the entry run their pointwise ops as their epilogue (ConvGroups)."""
+    n = sum(getattr(s, "epilogue", None) is not None for s in steps)
+    return f"; {n} convolutions with fused epilogues" if n > 1 else "; 1 convolution with a fused epilogue" if n else ""
 
 
 def _reason(e: Exception) -> str:

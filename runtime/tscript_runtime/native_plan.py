@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from .errors import ModelError
 from .entry_layout import EntryLayout
 from .entry_steps import NotLowerable
-from .prims import GROUPS
+from .conv_epilogue import epilogue_spec
+from .prims import CONV_GROUP, KERNEL_GROUPS
 from .kernel_specs import KernelSpec, kernel_spec
 from .typed_graph import Graph
 
@@ -83,7 +84,7 @@ STEP_FIELDS = {
     "recurrent": {"split_min": COUNT}, "fill": {}, "embed": {}, "draw": {},
     "recurrent_backward": {"small_m": Range(0, SMALL_M), "split_min": COUNT},
     "conv_transpose2d": {}, "max_pool2d": {}, "avg_pool2d": {}, "cat": {}, "gather": {}, "scatter": {}, "reduce": {},
-    "update": {}, "copy": {}, "max_pool2d_with_indices": {}, "columns": {},
+    "update": {}, "copy": {}, "max_pool2d_with_indices": {}, "columns": {}, "max_pool2d_backward": {},
 }
 
 
@@ -131,8 +132,10 @@ class NativePlan:
         plan = cls(kernels, None if data["entry"] is None else _steps(data["entry"], graph), why_no_entry=why)
         if plan.entry is not None:
             specs = {name: k.spec for name, k in kernels.items()}
+            epilogues = {s.node: epilogue_spec(graph.nodes[s.node]) for s in plan.entry
+                         if graph.nodes[s.node].kind == CONV_GROUP}
             try:
-                plan.layout = EntryLayout.build(doc, plan.entry, specs)
+                plan.layout = EntryLayout.build(doc, plan.entry, specs, epilogues)
             except NotLowerable as e:
                 raise ModelError(f"the native plan's entry cannot run this graph: {e}") from None
         return plan
@@ -207,7 +210,7 @@ def _group_nodes(graph: Graph) -> dict:
         node = stack.pop()
         stack.extend(n for b in node.blocks for n in b.nodes)
         name = node.attrs.get("kernel")
-        if node.kind not in GROUPS or name is None:
+        if node.kind not in KERNEL_GROUPS or name is None:
             continue
         if not isinstance(name, str) or name in found:
             raise ModelError(f"native plan: kernel name {name!r} is not a string naming one group")

@@ -41,8 +41,12 @@ def _fusion_group(attrs: dict, domain):
     subgraph run by the same executor (reference kernels, or tensors with autograd)."""
     native = getattr(domain, "native_kernel", None)
     kernel = native(attrs["kernel"]) if native is not None and "kernel" in attrs else None
-    if kernel is not None:
-        return kernel
+    return kernel if kernel is not None else _interpreted_group(attrs, domain)
+
+
+def _interpreted_group(attrs: dict, domain):
+    """A group without a kernel of its own (a ConvGroup: the whole-graph entry runs it natively): its
+    subgraph run by the executor."""
     from .executor import Program
     program = Program(attrs["subgraph"], domain)
     return lambda *xs: program.run(list(xs))[0]
@@ -51,6 +55,7 @@ def _fusion_group(attrs: dict, domain):
 PRIMS = {
     "tscript::FusionGroup": _fusion_group,
     "tscript::RowGroup": _fusion_group,
+    "tscript::ConvGroup": _interpreted_group,
     "prim::Constant": _constant,
     # A module is a mapping from attribute name to value (saved models: nested dicts of arrays).
     "prim::GetAttr": lambda attrs, domain: itemgetter(attrs["name"]),
@@ -73,7 +78,9 @@ PRIMS = {
     "prim::PythonOp": _python_op,
 }
 
-GROUPS = ("tscript::FusionGroup", "tscript::RowGroup")  # fused ops: a "subgraph" attribute (and a native "kernel")
+KERNEL_GROUPS = ("tscript::FusionGroup", "tscript::RowGroup")  # fused ops with a native "kernel" of their own
+CONV_GROUP = "tscript::ConvGroup"  # a conv2d and its pointwise epilogue (conv_epilogue.py), one entry step
+GROUPS = KERNEL_GROUPS + (CONV_GROUP,)  # fused ops: a "subgraph" attribute
 
 # What a graph document must give each prim (checked when it is loaded, graph_json.check_graph):
 # (fewest inputs, most inputs or None for any, outputs or None for any, {attribute: its type}).

@@ -148,8 +148,8 @@ def test_one_big_image_few_and_many_channels(out, bias, packed_here, monkeypatch
     (2, 32, 3, 16, 2, 1),    # its last: few output channels, many pixels
 ])
 def test_generator_layers(n, c, out, size, stride, padding, dtype):
-    """conv_transpose2d at DCGAN's sizes (its products stay with BLAS: the packed GEMM with this
-    transposed A and these few columns measured 1.05-6x slower)."""
+    """conv_transpose2d at DCGAN's sizes (native/conv_transpose.py: the first writes its output by one
+    product, the others add up columns of all images' pixels; test_conv_transpose_entry.py has more)."""
     rng = np.random.default_rng(c + out)
     x, w = rng.standard_normal((n, c, size, size)), rng.standard_normal((c, out, 4, 4))
     check(lambda t, u, v: F.conv_transpose2d(t, u, v, stride, padding), x, w, rng.standard_normal(out), dtype=dtype)

@@ -162,7 +162,8 @@ def test_entry_with_split_kernels_from_several_threads():
 
 
 @pytest.mark.parametrize("layout", ["linear (A @ W^T)", "matmul (A @ B)"])
-@pytest.mark.parametrize("rows, cols", [(3, 64), (16, 100), (64, 513), (7, 1000), (1, 1000), (2, 513), (1, 40)])
+@pytest.mark.parametrize("rows, cols", [(3, 64), (16, 100), (64, 513), (7, 1000), (1, 1000), (2, 513), (1, 40),
+                                        (64, 288)])
 def test_library_gemms_split_by_columns(layout, rows, cols):
     """Float32 products of up to 64 rows with enough work run as two column halves at once (and
     3..64 rows with less work in one call; one row with little work is BLAS's GEMV)."""

@@ -1,6 +1,6 @@
 """The whole-graph entry's training steps against the reference kernels: batch statistics (sum, mean, var
-over non-adjacent dims), in-place writes into module buffers (add_, copy_), max-pooling with indices,
-im2col / col2im on random shapes in float32 and float64; and a CNN with train-mode BatchNorm whose
+over non-adjacent dims), in-place writes into module buffers (add_, copy_), max-pooling with indices and
+its adjoint, im2col / col2im on random shapes in float32 and float64; and a CNN with train-mode BatchNorm whose
 training step runs as one native call forward and one backward, with eager's loss, gradients and
 running statistics. Each case must really run through the entry."""
 import numpy as np
@@ -12,6 +12,7 @@ import tscript.nn as nn
 import tscript.nn.functional as F
 
 from tests.conftest import assert_close
+from tscript.autograd.derivatives import call
 
 
 def entry_ran(executable) -> bool:
@@ -83,6 +84,63 @@ def test_max_pool2d_with_indices_nan_and_all_minus_inf():
     check(lambda t: tuple(o + 0 for o in F.max_pool2d(t, 3, 2, 1, return_indices=True)), x)
 
 
+def pool_backward(grad, x, *window):
+    return call("aten::_max_pool2d_backward", grad, x, *window)
+
+
+def unpool(grad: np.ndarray, x: np.ndarray, *window) -> np.ndarray:
+    """Each gradient added at its maximum's index, the indices from max_pool2d_with_indices."""
+    _, indices = F.max_pool2d(ts.from_numpy(x), *window, return_indices=True)
+    out = np.zeros(x.shape[:-2] + (x.shape[-2] * x.shape[-1],), grad.dtype)
+    flat = indices.numpy().reshape(out.shape[:-1] + (-1,))
+    for plane in np.ndindex(out.shape[:-1]):
+        np.add.at(out[plane], flat[plane], grad[plane].ravel())
+    return out.reshape(x.shape)
+
+
+def test_max_pool2d_backward_is_the_scatter_at_the_maxima():
+    x = np.random.default_rng(0).standard_normal((2, 3, 7, 9)).astype(np.float32)
+    x[0, 0, :2, :2] = 1.0
+    for window in ((2,), (3, 2, 1), (2, 1, 0, 2, True)):
+        pooled = F.max_pool2d(ts.from_numpy(x), *window).shape
+        grad = np.random.default_rng(1).standard_normal(pooled).astype(np.float32)
+        got = pool_backward(ts.from_numpy(grad), ts.from_numpy(x), *window).numpy()
+        np.testing.assert_allclose(got, unpool(grad, x, *window), rtol=1e-6, atol=1e-6)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(1, 2), st.integers(1, 3), st.integers(4, 11), st.integers(2, 40), st.integers(1, 3),
+       st.integers(1, 3), st.integers(0, 1), st.integers(1, 2), st.booleans(),
+       st.sampled_from([np.float32, np.float64]))
+def test_max_pool2d_backward_natively(n, c, h, w, k, s, p, dil, ceil_mode, dtype):
+    """Any window (the general walk), and 2x2 windows side by side (MaxPool2d(2): CHUNK windows at a time,
+    then the rest one by one) on widths of 1..20 windows, with ties and NaN."""
+    if p > k // 2:
+        p = 0
+    if (h + 2 * p - dil * (k - 1) - 1) < 0 or (w + 2 * p - dil * (k - 1) - 1) < 0:
+        return
+    x = np.random.default_rng(h * w).standard_normal((n, c, h, w))
+    x[0, 0, :2, :2] = 1.0
+    x[-1, -1, -1, -1] = np.nan
+    for window in ((k, s, p, dil, ceil_mode), (2,)):
+        pooled = F.max_pool2d(ts.from_numpy(x), *window).shape
+        grad = np.random.default_rng(k).standard_normal(pooled)
+        check(lambda g, t: pool_backward(g * 1, t * 1, *window), grad, x, dtype=dtype)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 16, 48), (1, 2, 8, 34), (3, 1, 7, 17)])
+def test_max_pool2d_backward_natively_two_by_two(shape):
+    """MaxPool2d(2) as CNNs use it: ties, NaN and -inf windows, plain rows and odd edges."""
+    x = np.random.default_rng(shape[-1]).standard_normal(shape)
+    x[0, 0, :2, :4] = 0.5
+    x[-1, -1, 2:4, 2:4] = -np.inf
+    x[0, -1, 4, 5] = np.nan
+    x[0, -1, 5, 4] = np.nan
+    grad = np.random.default_rng(1).standard_normal(shape[:2] + (shape[2] // 2, shape[3] // 2))
+    check(lambda g, t: pool_backward(g * 1, t * 1, 2), grad, x)
+    check(lambda g, t: pool_backward(g * 1, t * 1, 2), grad, x, dtype=np.float64)
+
+
 @settings(max_examples=15, deadline=None)
 @given(st.integers(1, 3), st.integers(1, 3), st.integers(4, 9), st.integers(4, 9), st.integers(1, 3),
        st.integers(1, 3), st.integers(0, 1), st.integers(1, 2), st.sampled_from([np.float32, np.float64]))
@@ -91,6 +149,8 @@ def test_im2col_and_col2im(n, c, h, w, k, s, p, dil, dtype):
         return
     x = np.random.default_rng(h + w).standard_normal((n, c, h, w))
     check(lambda t: F.unfold(t * 1, k, dil, p, s), x, dtype=dtype)
+    # the batch inside each row (what a convolution's weight gradient reads)
+    check(lambda t: call("aten::_im2col_rows", t * 1, (k, k), dil, p, s), x, dtype=dtype)
     cols = F.unfold(ts.from_numpy(x), k, dil, p, s).numpy()
     check(lambda t: F.fold(t * 1, (h, w), k, dil, p, s), cols, dtype=dtype)
     # columns read through strides (a transposed view, as the conv derivative makes them)

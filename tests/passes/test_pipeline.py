@@ -101,7 +101,7 @@ def test_tscript_log_environment_variable(monkeypatch, capsys):
 
 def test_pipeline_is_one_list_of_named_stages_with_levels():
     names = [name for name, _, _ in PIPELINE]
-    assert names[0] == "inline" and names[-3:] == ["fuse_rows", "fuse", "dce"]
+    assert names[0] == "inline" and names[-4:] == ["fuse_rows", "fuse", "fuse_conv", "dce"]
     assert {level for _, _, level in PIPELINE} == {0, 1, 2}
     assert [name for name, _, level in PIPELINE if level == 0] == ["inline"]
 

@@ -24,6 +24,11 @@ def _im2col(grad, self_shape, kernel_size, dilation, padding, stride):
     return call("aten::col2im", grad, tuple(self_shape[-2:]), kernel_size, dilation, padding, stride)
 
 
+@derivative("aten::_im2col_rows")
+def _im2col_rows(grad, self_shape, kernel_size, dilation, padding, stride):
+    return call("aten::col2im", grad.transpose(0, 1), tuple(self_shape[-2:]), kernel_size, dilation, padding, stride)
+
+
 @derivative("aten::col2im")
 def _col2im(grad, kernel_size, dilation, padding, stride):
     return call("aten::im2col", grad, kernel_size, dilation, padding, stride)
@@ -48,8 +53,8 @@ def _conv4d_grads(grad, input, shape, weight, weight_shape, stride, padding, dil
         cols = weight.reshape(groups, o // groups, cg * kh * kw).transpose(1, 2) @ go
         cols = cols.reshape(c * kh * kw, n, -1).transpose(0, 1)          # (N, C*kh*kw, L), a view
         g_input = call("aten::col2im", cols, (h, w), (kh, kw), dilation, padding, stride)
-    if needs[1]:
-        cols = _by_group(call("aten::im2col", input, (kh, kw), dilation, padding, stride), groups)
+    if needs[1]:  # the columns made with the batch inside each row: (G, C/G*kh*kw, N*L) is a view
+        cols = call("aten::_im2col_rows", input, (kh, kw), dilation, padding, stride).reshape(groups, -1, go.shape[-1])
         g_weight = (go @ cols.transpose(1, 2)).reshape(weight_shape)
     if needs[2]:
         g_bias = grad.sum(dim=(0, 2, 3))
@@ -142,10 +147,19 @@ def _max_pool2d_with_indices(grad, self_shape, result):
 
 @derivative("aten::max_pool2d")
 def _max_pool2d(grad, self, kernel_size, stride, padding, dilation, ceil_mode):
-    """Finds the maxima again (cheaper to recompute than to keep the indices of every pooling)."""
+    """Finds the maxima again (cheaper to recompute than to keep the indices of every pooling), in the
+    same pass that adds each gradient there."""
+    return call("aten::_max_pool2d_backward", grad, self.detach(), kernel_size, stride, padding, dilation, ceil_mode)
+
+
+@derivative("aten::_max_pool2d_backward")
+def _max_pool2d_backward(grad, self, kernel_size, stride, padding, dilation, ceil_mode):
+    """Linear in grad_output, whose adjoint reads each window's maximum's place; `self` only picks the
+    places (no gradient)."""
     indices = call("aten::max_pool2d_with_indices", self.detach(), kernel_size, stride, padding, dilation,
                    ceil_mode)[1]
-    return _unpool(grad, indices, tuple(self.shape))
+    picked = call("aten::gather", grad.flatten(-2), -1, indices.flatten(-2))
+    return picked.reshape(tuple(indices.shape)), None
 
 
 @derivative("aten::avg_pool2d")

@@ -432,6 +432,7 @@ PRIMS: dict[str, Prim] = {
     "prim::FusionGroup": _FUSION,
     "tscript::FusionGroup": _FUSION,
     "tscript::RowGroup": _FUSION,
+    "tscript::ConvGroup": _FUSION,
     "aten::__getitem__": Prim(TWO, ONE),
     "aten::len": Prim(ONE, ONE),
     "aten::dim": Prim(ONE, ONE),

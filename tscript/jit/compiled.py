@@ -9,6 +9,7 @@ import numpy as np
 
 from tscript_runtime.dtypes import is_inexact
 from tscript_runtime.errors import InputError
+from tscript_runtime.prims import CONV_GROUP
 
 from .._tensor import Tensor
 from ..autograd.graph import FREED_MESSAGE, Node, edge
@@ -53,7 +54,7 @@ class CompiledModel:
         lines = [self.executable.describe(), f"kernels: {templates}"]
         nodes = list(self.graph.nodes)
         if plan["entry"] is not None:
-            lines += [f"  {s['template']:<16} {nodes[s['node']].kind}" for s in plan["entry"]]
+            lines += [f"  {s['template']:<16} {_step_text(nodes[s['node']])}" for s in plan["entry"]]
         return "\n".join(lines)
 
     @property
@@ -95,6 +96,14 @@ class CompiledModel:
 
     def __repr__(self) -> str:
         return f"<tscript.jit.CompiledModel {self.name}: {self.executable.describe()}>"
+
+
+def _step_text(node) -> str:
+    """A step's node for people; a ConvGroup names the ops its epilogue runs."""
+    if node.kind != CONV_GROUP:
+        return node.kind
+    ops = [n.kind.split("::")[-1] for n in node.attrs["subgraph"].nodes if n.kind != "prim::Constant"]
+    return f"{node.kind} ({ops[0]}, then {', '.join(ops[1:]) or 'nothing'} in its epilogue)"
 
 
 def _check_shape(i: int, name: str, expected: tuple, got: tuple) -> None:

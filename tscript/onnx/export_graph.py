@@ -17,6 +17,7 @@ from ..frontend.modules import ScriptFunction, ScriptModule
 from ..ir.graph import Graph, clone_node
 from ..ir.passes.freeze import freeze_graph, prune_constants
 from ..ir.passes.fuse import GROUP, ROW_GROUP
+from ..ir.passes.fuse_conv import CONV_GROUP
 from ..ir.passes.pipeline import PIPELINE, run_stages
 from ..ir.passes.shape_propagation import propagate_shapes
 from ..ir.types import ModuleType, TensorType, tensor_type
@@ -26,7 +27,7 @@ from .errors import OnnxExporterError
 from .export_shapes import fill_from_probes, forget_shapes, settle_shapes
 
 # Stages of the pipeline that make code-generation decisions, not a better graph for ONNX.
-_CODEGEN_STAGES = {"make_copies_explicit", "fuse_rows", "fuse"}
+_CODEGEN_STAGES = {"make_copies_explicit", "fuse_rows", "fuse", "fuse_conv"}
 _MAX_PROBES = 8
 EXPORT_PIPELINE = [(name, settle_shapes if fn is propagate_shapes else fn, level)
                    for name, fn, level in PIPELINE if name not in _CODEGEN_STAGES]
@@ -122,9 +123,9 @@ def _symbolic_dims(graph: Graph) -> dict:
 
 
 def _ungroup(graph: Graph) -> None:
-    """Replace every fusion / row group by the nodes of its subgraph."""
+    """Replace every fusion / row / convolution group by the nodes of its subgraph."""
     for node in list(graph.all_nodes()):
-        if node.kind not in (GROUP, ROW_GROUP):
+        if node.kind not in (GROUP, ROW_GROUP, CONV_GROUP):
             continue
         sub = node.attrs["subgraph"]
         value_map = dict(zip(sub.inputs, node.inputs))

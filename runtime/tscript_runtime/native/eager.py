@@ -35,6 +35,7 @@ _SIGNATURES = {
     "tscript_depthwise2d_f32": (_P, _P, _P, _P),
     "tscript_depthwise2d_f64": (_P, _P, _P, _P),
     "tscript_parallel2": (_P,) * 7,
+    "tscript_conv_transpose_add_f32": (_P,) * 4,
 }
 NO_TRANS = 111  # CBLAS's flag, as tscript_sgemm_f32 reads it
 IM2COL_SPLIT = 1 << 15  # column elements from which an image's im2col goes to both threads
@@ -52,6 +53,7 @@ def install() -> None:
     """Make this module's functions the op table's accelerated conv2d, im2col, max_pool2d and
     avg_pool2d (window sums) kernels."""
     accelerated.install("conv2d", conv2d)
+    accelerated.install("conv_transpose2d", conv_transpose2d)
     accelerated.install("max_pool2d", max_pool2d)
     accelerated.install("im2col", im2col)
     accelerated.install("window_sums2d", window_sums2d)
@@ -136,6 +138,65 @@ def _by_columns(lib: _Library, x, weight, bias, dims: tuple, groups: int, y) -> 
                 columns(image, col)
             sgemm(NO_TRANS, NO_TRANS, og, length, k, wa + 4 * g * og * k, k, image if columns is None else col, length,
                   beta, ya + 4 * (i * o + g * og) * length, length, pack)
+
+
+def conv_transpose2d(x, weight, bias, stride, padding, dilation, groups: int, out):
+    """The batched (N, C, H, W) float32 transposed convolution `ops/conv.py` checked (its normalised
+    stride, padding, dilation, groups and output size `out`) as the whole-graph entry computes it
+    (native/conv_transpose.py): per group one product of all pixels, columns = pixel rows @ W, then
+    the library's overlap-add; or None when not covered (other dtypes, no packed GEMM here)."""
+    lib = functions()
+    if lib is None or x.dtype != np.float32 or weight.dtype != np.float32 or "tscript_sgemm_f32" not in lib.fn \
+            or x.ndim != 4 or 0 in x.shape or 0 in weight.shape or 0 in out:
+        return None
+    from .library.transposed import COLUMN_PAD, writes_output
+    x, weight = np.ascontiguousarray(x), np.ascontiguousarray(weight)
+    bias = None if bias is None else np.ascontiguousarray(bias, np.float32)
+    (n, c, h, w), (_, og, kh, kw) = x.shape, weight.shape
+    width, pixels = og * kh * kw, h * w
+    y = np.empty((n, og * groups) + tuple(out), np.float32)
+    rows = x.reshape(n * pixels, c) if pixels == 1 else \
+        np.ascontiguousarray(x.reshape(n, c, pixels).transpose(0, 2, 1)).reshape(n * pixels, c)
+    direct = writes_output(pixels, (kh, kw), padding, dilation, out)  # the columns are the output
+    ld = groups * width + COLUMN_PAD
+    col, pack = _scratch(0 if direct else n * pixels * ld, lib.pack_bytes(n * pixels, width, c // groups))
+    if direct:
+        if bias is not None:
+            y[:] = bias[:, None, None]
+        _transposed_products(lib, (rows, weight, y.reshape(n, -1), pack), groups, 0.0 if bias is None else 1.0)
+        return y
+    cols = col[:n * pixels * ld].reshape(n * pixels, ld)
+    _transposed_products(lib, (rows, weight, cols, pack), groups, 0.0)
+    dims = (c // groups, h, w, kh, kw) + tuple(stride) + tuple(padding) + tuple(dilation) + tuple(out) + \
+        (n, og, groups, n, 0, 0)
+    _overlap_add(lib, dims, (_address(cols), _address(y), None if bias is None else _address(bias)))
+    return y
+
+
+def _transposed_products(lib: _Library, arrays: tuple, groups: int, beta: float) -> None:
+    """Per group g: c[:, g's columns] = rows[:, g's channels] @ W_g (+ beta c) by the packed GEMM
+    (`arrays`: rows, weight, c, the GEMM's packing scratch)."""
+    rows, weight, c, pack = arrays
+    (m, channels), (_, og, kh, kw) = rows.shape, weight.shape
+    cg, width = channels // groups, og * kh * kw
+    ra, wa, ca, pack = _address(rows), _address(weight), _address(c), _address(pack)
+    for g in range(groups):
+        lib.fn["tscript_sgemm_f32"](NO_TRANS, NO_TRANS, m, width, cg, ra + 4 * g * cg, channels,
+                                    wa + 4 * g * cg * width, width, beta, ca + 4 * g * width, c.shape[1], pack)
+
+
+def _overlap_add(lib: _Library, dims: tuple, pointers: tuple) -> None:
+    """The library's overlap-add (CONVT_SLOTS `dims`; `pointers`: cols, out, bias), its two halves of
+    output channels at once when there is enough to add."""
+    from .conv_transpose import OVERLAP_SPLIT
+    name = "tscript_conv_transpose_add_f32"
+    channels, images = dims[14] * dims[15], dims[13]
+    geo, ptrs = (ctypes.c_int64 * len(dims))(*dims), (ctypes.c_void_p * 3)(*pointers)
+    if channels >= 2 and images * dims[1] * dims[2] * channels * dims[3] * dims[4] >= OVERLAP_SPLIT:
+        parts = (ctypes.c_int64 * 6)(0, channels // 2, images, channels // 2, channels, images)
+        lib.fn["tscript_parallel2"](lib.address[name], parts, ptrs, ctypes.addressof(parts) + 24, ptrs, geo, None)
+    else:
+        lib.fn[name]((ctypes.c_int64 * 3)(0, channels, images), ptrs, geo, None)
 
 
 def im2col(x, kernel, dilation, padding, stride, out):

@@ -15,12 +15,16 @@ from ..entry_steps import (AVG_POOLS, AVG_SLOTS, CONVS, CONVT_SLOTS, CONV_SLOTS,
                            BACKWARD_SLOTS, CatStep, DrawStep, EMBED_SLOTS, EmbedStep, FillStep, GatherStep, GemmStep,
                            KernelStep, RecurrentBackwardStep, RecurrentStep, ReduceStep,
                            ScatterStep, WindowStep, ColumnsStep, PoolIndicesStep, UpdateStep)
+from ..entry_steps import IM2COLS, PoolBackwardStep
 from . import batch_steps, library
 from .blas import blas_function
+from .conv_epilogue import build_epilogue
+from .conv_transpose import conv_transpose_function
 from .library.depthwise import bias_of
 from .recurrent import recurrent_function
 from .recurrent_backward import backward_function
 from .library.loops import carried, counted
+from .library.gemm import COL_BLOCKS
 
 I1, I8, I32, I64, F64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.DoubleType()
 I8P = I8.as_pointer()
@@ -50,7 +54,8 @@ def build_entry(module: ir.Module, layout: EntryLayout, name: str, kernels: dict
                  GatherStep: emit.gather, ScatterStep: emit.scatter, ReduceStep: emit.reduce,
                  RecurrentStep: emit.recurrent, FillStep: emit.fill, RecurrentBackwardStep: emit.recurrent_backward,
                  EmbedStep: emit.embed, DrawStep: lambda step: None,  # (draws: filled before the call)
-                 UpdateStep: emit.update, PoolIndicesStep: emit.pool_indices, ColumnsStep: emit.columns}
+                 UpdateStep: emit.update, PoolIndicesStep: emit.pool_indices, ColumnsStep: emit.columns,
+                 PoolBackwardStep: emit.pool_backward}
     for number, step in enumerate(layout.steps):
         emit.number = number
         templates[type(step)](step)
@@ -194,11 +199,19 @@ class _Emitter:
                        batch_steps.pool_indices_body(fty)),
                [b.gep(self.plan_p, [I64(step.dims)]), *(self.pointer(v) for v in (step.out, step.indices, step.input))])
 
+    def pool_backward(self, step: PoolBackwardStep) -> None:
+        b = self.b
+        fty = ir.FloatType() if step.function == "f32" else F64
+        b.call(_helper(self.module, f"tscript_max_pool2d_backward_{step.function}", 3,
+                       batch_steps.pool_backward_body(fty)),
+               [b.gep(self.plan_p, [I64(step.dims)]), *(self.pointer(v) for v in (step.out, step.grad, step.input))])
+
     def columns(self, step: ColumnsStep) -> None:
         b = self.b
         fty = ir.FloatType() if step.function == "f32" else F64
-        body = batch_steps.im2col_body(step.function) if step.kind == "aten::im2col" else batch_steps.col2im_body(fty)
-        b.call(_helper(self.module, f"tscript_step_{step.kind[6:]}_{step.function}", 2, body),
+        im2col = step.kind in IM2COLS
+        body = batch_steps.im2col_body(step.function) if im2col else batch_steps.col2im_body(fty)
+        b.call(_helper(self.module, f"tscript_step_{'im2col' if im2col else 'col2im'}_{step.function}", 2, body),
                [b.gep(self.plan_p, [I64(step.dims)]), self.pointer(step.input), self.pointer(step.out)])
 
     def window(self, step: WindowStep) -> None:
@@ -212,13 +225,29 @@ class _Emitter:
             b.call(fn, [dims, *(b.bitcast(self.pointer(v), fty.as_pointer()) for v in (step.input, step.out))])
             return
         if step.kind == "aten::conv_transpose2d":
-            fn, slots = _conv_transpose_function(self.module, dtype), CONVT_SLOTS
+            fn, slots = conv_transpose_function(self.module, dtype), CONVT_SLOTS
         else:
             fn, slots = _conv_function(self.module, step.function, dtype, step.small_m), CONV_SLOTS
         arena = b.load(self.bases_p)
         scratch = [b.gep(arena, [self.plan(step.dims + slots.index(n))]) for n in ("scratch", "pack") if n in slots]
         bias = self.pointer(step.bias) if step.bias is not None else ir.Constant(I8P, None)
-        b.call(fn, [dims, self.pointer(step.input), self.pointer(step.weight), bias, self.pointer(step.out), *scratch])
+        args = [dims, self.pointer(step.input), self.pointer(step.weight), bias, self.pointer(step.out), *scratch]
+        if step.kind != "aten::conv_transpose2d":
+            args += self._epilogue(step, dtype, args[3:5])
+        b.call(fn, args)
+
+    def _epilogue(self, step: WindowStep, dtype, bias_out: list) -> list:
+        """(epilogue function, its context) for a convolution step: null for a plain convolution, else the
+        ConvGroup's pointwise ops (native/conv_epilogue.py), their context on the stack."""
+        null = ir.Constant(I8P, None)
+        if step.epilogue is None:
+            return [null, null]
+        b = self.b
+        fn = build_epilogue(self.module, f"conv_epilogue_{step.node}", dtype, step.epilogue)
+        bias, out = bias_out
+        context = _stack(b, I8P, [out, bias, b.bitcast(b.gep(self.plan_p, [I64(step.dims)]), I8P),
+                                  *(self.pointer(v) for v in step.extras)])
+        return [b.bitcast(fn, I8P), b.bitcast(context, I8P)]
 
 
 def _index(b: ir.IRBuilder, index, d: dict, i):
@@ -248,22 +277,27 @@ def _copy_rows(module, fn, b: ir.IRBuilder, dst, src, rows, dst_step, size) -> N
 
 
 def _conv_function(module: ir.Module, function: str, dtype, small_m: int) -> ir.Function:
-    """`void <function>_<small_m>(i64* dims, i8* x, i8* w, i8* bias, i8* out, i8* col, i8* pack)`, once
-    per module: one input channel per group (depthwise) by the kernel library's direct kernel; one
+    """`void <function>_<small_m>(i64* dims, i8* x, i8* w, i8* bias, i8* out, i8* col, i8* pack, i8* epilogue,
+    i8* context)`, once per module: one input channel per group (depthwise) by the kernel library's direct kernel; one
     group and several small images (library.conv.images_per_gemm) by `_conv_batched`; else per image
     and per group of channels, im2col into `col` (K, L) (a 1x1 stride-1 unpadded convolution reads the
     image itself), `out` rows = bias, then out (O, L) += W (O, K) @ col (CONV_SLOTS at dims: C and O
     count one group's channels), by `_conv_product` (float32: the kernel library's GEMMs, the packed
-    one's panels in `pack`; float64: BLAS)."""
+    one's panels in `pack`; float64: BLAS). An `epilogue` (native/conv_epilogue.py; null: none) adds
+    the bias instead and runs on every finished block of the output (inside the packed GEMM and the
+    depthwise kernel, while the block is in cache; after the product or the copy elsewhere)."""
     name = f"{function}_{small_m}"
     try:
         return module.get_global(name)
     except KeyError:
         pass
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer()] + [I8P] * 6), name)
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer()] + [I8P] * 8), name)
     fn.linkage = "internal"
-    dims_p, x8, w8, bias8, out8, col8, pack8 = fn.args
+    dims_p, x8, w8, bias8, out8, col8, pack8, epilogue, context = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
+    null = ir.Constant(I8P, None)
+    bias8 = b.select(b.icmp_unsigned("!=", epilogue, null), null, bias8)  # (the epilogue adds it)
+    finish = (epilogue, context)
     slot = {s: b.load(b.gep(dims_p, [I64(i)])) for i, s in enumerate(CONV_SLOTS) if s != "pack"}
     fty = ir.FloatType() if dtype == np.float32 else F64
     fp = fty.as_pointer()
@@ -274,19 +308,19 @@ def _conv_function(module: ir.Module, function: str, dtype, small_m: int) -> ir.
     with b.if_then(b.icmp_signed(">", group_out, I64(0))):
         with b.if_else(b.icmp_signed("==", slot["C"], I64(1))) as (direct, columns):
             with direct:
-                _depthwise(module, b, dtype, dims_p, [x8, w8, bias8, out8, col8], slot)
+                _depthwise(module, b, dtype, dims_p, [x8, w8, bias8, out8, col8, *finish], slot)
             with columns:
                 images = _images_per_gemm(b, slot)
                 with b.if_else(b.icmp_signed(">", images, I64(1))) as (batched, single):
                     with batched:
                         _conv_batched(module, fn, b, dtype, small_m, slot, images,
-                                      [dims_p, x, w, bias, has_bias, out, col, pack8])
+                                      [dims_p, x, w, bias, has_bias, out, col, pack8, finish])
                     with single:
                         with counted(b, fn, I64(0), b.mul(slot["N"], slot["G"]), 1, "group") as ng:  # image n, group g
                             g = b.srem(ng, slot["G"])
                             args = [dims_p, b.gep(x, [b.mul(ng, group_in)]), b.gep(w, [b.mul(b.mul(g, o), k)]),
                                     b.gep(bias, [b.mul(g, o)]), has_bias, b.gep(out, [b.mul(ng, group_out)]), col,
-                                    pack8]
+                                    pack8, finish]
                             _conv_group(module, fn, b, dtype, small_m, slot, args)
     b.ret_void()
     return fn
@@ -306,8 +340,9 @@ def _conv_batched(module, fn, b: ir.IRBuilder, dtype, small_m: int, slot: dict, 
     """A one-group convolution of small images, `images` at a time: their im2col columns side by side
     in `col` (K, images*L), one GEMM into the scratch after them (O, images*L), then each image's
     (O, L) block copied to `out` plus the bias (small late layers: one GEMM of many columns instead of
-    one per image, whose edge panels waste much of the micro-kernel)."""
-    dims_p, x, w, bias, has_bias, out, col, pack = args
+    one per image, whose edge panels waste much of the micro-kernel); each row, once copied, through
+    the epilogue (`finish`: function and context, or null)."""
+    dims_p, x, w, bias, has_bias, out, col, pack, finish = args
     fty = ir.FloatType() if dtype == np.float32 else F64
     o, k, length = slot["O"], slot["K"], slot["L"]
     image_in, image_out = b.mul(b.mul(slot["C"], slot["H"]), slot["W"]), b.mul(o, length)
@@ -329,6 +364,7 @@ def _conv_batched(module, fn, b: ir.IRBuilder, dtype, small_m: int, slot: dict, 
                 dst = b.gep(image, [b.mul(c, length)])
                 with counted(b, fn, I64(0), length, 1, "copy") as j:
                     b.store(b.fadd(b.load(b.gep(src, [j], inbounds=True)), start), b.gep(dst, [j], inbounds=True))
+                _finish(b, finish, dst, I64(1), length)  # (the row just copied: still in L1)
 
 
 def _depthwise(module: ir.Module, b: ir.IRBuilder, dtype, dims_p, pointers: list, slot: dict) -> None:
@@ -353,8 +389,8 @@ def _depthwise(module: ir.Module, b: ir.IRBuilder, dtype, dims_p, pointers: list
 
 def _conv_group(module, fn, b: ir.IRBuilder, dtype, small_m: int, slot: dict, args: list) -> None:
     """One image's convolution for one group of channels: im2col (a 1x1 stride-1 unpadded convolution's
-    columns are the image itself), bias rows, GEMM."""
-    dims_p, x, w, bias, has_bias, out, col, pack = args
+    columns are the image itself), bias rows, GEMM (with the epilogue `finish`, or null)."""
+    dims_p, x, w, bias, has_bias, out, col, pack, finish = args
     fty = ir.FloatType() if dtype == np.float32 else F64
     o, k, length = slot["O"], slot["K"], slot["L"]
     pointwise = _pointwise(b, slot)
@@ -367,23 +403,38 @@ def _conv_group(module, fn, b: ir.IRBuilder, dtype, small_m: int, slot: dict, ar
             row = b.gep(out, [b.mul(c, length)])
             with counted(b, fn, I64(0), length, 1, "fill") as i:
                 b.store(value, b.gep(row, [i], inbounds=True))
-    _conv_product(module, b, dtype, small_m, [o, length, k, w, col, length, out, length], has_bias, pack)
+    _conv_product(module, b, dtype, small_m, [o, length, k, w, col, length, out, length], has_bias, pack, finish)
 
 
-def _conv_product(module, b: ir.IRBuilder, dtype, small_m: int, args: list, accumulate, pack) -> None:
+def _finish(b: ir.IRBuilder, finish: tuple, c, rows, cols) -> None:
+    """The epilogue (`finish`: its function and context; a null function: none) on C's rows x cols
+    block at `c` (rows `cols` apart)."""
+    epilogue, context = finish
+    with b.if_then(b.icmp_unsigned("!=", epilogue, ir.Constant(I8P, None))):
+        fty = c.type.pointee
+        ftype = ir.FunctionType(ir.VoidType(), [I8P, fty.as_pointer(), I64, I64, I64])
+        b.call(b.bitcast(epilogue, ftype.as_pointer()), [context, c, rows, cols, cols])
+
+
+def _conv_product(module, b: ir.IRBuilder, dtype, small_m: int, args: list, accumulate, pack,
+                  finish: tuple | None = None) -> None:
     """C (M, N) (+)= W (M, K) @ B (K, N), all row-major (`args`: M, N, K, W, B, ldb, C, ldc; `accumulate`:
     i1): float32 by the kernel library, few rows (3..small_m, under PACKED_FROM on hosts with the
     packed GEMM) by its register-blocked GEMM (column halves on two threads when big enough), more
     by the packed GEMM (which splits itself), or by BLAS where the packed GEMM is not tuned for the CPU;
-    float64 by BLAS."""
+    float64 by BLAS. `finish` (an epilogue and its context, C's rows ldc == N apart): the packed GEMM
+    runs it on each finished block, the others on all of C after the product."""
     from .library.conv import PACKED_FROM
     m, n, k, w, col, ldb, out, ldc = args
     fty = ir.FloatType() if dtype == np.float32 else F64
     gemm = blas_function(module, "cblas_sgemm" if dtype == np.float32 else "cblas_dgemm", fty)
     beta = b.select(accumulate, fty(1.0), fty(0.0))
     blas = [I32(ROW_MAJOR), I32(NO_TRANS), I32(NO_TRANS), m, n, k, fty(1.0), w, k, col, ldb, beta, out, ldc]
+    null = ir.Constant(I8P, None)
+    finish = finish or (null, null)
     if dtype != np.float32:
         b.call(gemm, blas)
+        _finish(b, finish, out, m, n)
         return
     packed = packed_gemm_here()
     most = min(small_m, PACKED_FROM - 1) if packed else small_m
@@ -391,13 +442,15 @@ def _conv_product(module, b: ir.IRBuilder, dtype, small_m: int, args: list, accu
     with b.if_else(few) as (ours, theirs):  # few output channels (small CNNs): the library's GEMM, no BLAS threads
         with ours:
             _small_gemm(module, b, "tscript_gemm_nn_f32", [w, col, out, m, n, k, k, ldb, ldc, accumulate], CONV_SPLIT)
+            _finish(b, finish, out, m, n)
         with theirs:
             if packed:
-                b.call(library.declare(module, "tscript_sgemm_f32"),
+                b.call(library.declare(module, "tscript_sgemm_epilogue_f32"),
                        [I32(NO_TRANS), I32(NO_TRANS), m, n, k, w, k, col, ldb, beta, out, ldc,
-                        b.bitcast(pack, fty.as_pointer())])
+                        b.bitcast(pack, fty.as_pointer()), *finish])
             else:
                 b.call(gemm, blas)
+                _finish(b, finish, out, m, n)
 
 
 def _im2col(module, b: ir.IRBuilder, dtype, slot: dict, args: list) -> None:
@@ -422,62 +475,6 @@ def _pointwise(b: ir.IRBuilder, slot: dict):
     """Is the convolution 1x1, stride 1, unpadded (its im2col columns are its input as it is)?"""
     tests = [b.icmp_signed("==", slot[s], I64(1 if s[0] in "ks" else 0)) for s in ("kh", "kw", "sh", "sw", "ph", "pw")]
     return functools.reduce(b.and_, tests)
-
-
-def _conv_transpose_function(module: ir.Module, dtype) -> ir.Function:
-    """`void tscript_conv_transpose2d_<f32|f64>(i64* dims, i8* x, i8* w, i8* bias, i8* out, i8* cols)`,
-    once per module: per image and group, the columns cols (O*kh*kw, H*W) = W^T @ x by BLAS (W: the
-    group's (C, O*kh*kw) weights), then each output plane is its bias, plus every column scattered
-    to where its tap lands (col2im; CONVT_SLOTS at dims)."""
-    name = f"tscript_conv_transpose2d_{_suffix(dtype)}"
-    try:
-        return module.get_global(name)
-    except KeyError:
-        pass
-    fty = ir.FloatType() if dtype == np.float32 else F64
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer()] + [I8P] * 5), name)
-    fn.linkage = "internal"
-    dims_p, x8, w8, bias8, out8, cols8 = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    d = {s: b.load(b.gep(dims_p, [I64(i)])) for i, s in enumerate(CONVT_SLOTS)}
-    x, w, bias, out, cols = (b.bitcast(p, fty.as_pointer()) for p in (x8, w8, bias8, out8, cols8))
-    taps, pixels = b.mul(b.mul(d["O"], d["kh"]), d["kw"]), b.mul(d["H"], d["W"])
-    group_out = b.mul(b.mul(d["O"], d["OH"]), d["OW"])
-    has_bias = b.icmp_unsigned("!=", bias8, ir.Constant(I8P, None))
-    gemm = blas_function(module, "cblas_sgemm" if dtype == np.float32 else "cblas_dgemm", fty)
-    with counted(b, fn, I64(0), b.mul(d["N"], d["G"]), 1, "group") as ng:  # image n, group g: ng
-        g = b.srem(ng, d["G"])
-        b.call(gemm, [I32(ROW_MAJOR), I32(TRANS), I32(NO_TRANS), taps, pixels, d["C"], fty(1.0),
-                      b.gep(w, [b.mul(b.mul(g, d["C"]), taps)]), taps, b.gep(x, [b.mul(b.mul(ng, d["C"]), pixels)]),
-                      pixels, fty(0.0), cols, pixels])
-        out_g = b.gep(out, [b.mul(ng, group_out)])
-        with counted(b, fn, I64(0), d["O"], 1, "channel") as c:
-            plane = b.gep(out_g, [b.mul(c, b.mul(d["OH"], d["OW"]))])
-            start = bias_of(b, has_bias, bias, b.add(b.mul(g, d["O"]), c), fty)
-            with counted(b, fn, I64(0), b.mul(d["OH"], d["OW"]), 1, "init") as i:
-                b.store(start, b.gep(plane, [i], inbounds=True))
-            _col2im(b, fn, d, b.gep(cols, [b.mul(b.mul(b.mul(c, d["kh"]), d["kw"]), pixels)]), plane)
-    b.ret_void()
-    return fn
-
-
-def _col2im(b: ir.IRBuilder, fn, d: dict, cols, plane) -> None:
-    """plane[h*sh - ph + i*dh, w*sw - pw + j*dw] += cols[(i*kw + j), h*W + w] where that lands inside."""
-    pixels = b.mul(d["H"], d["W"])
-    with counted(b, fn, I64(0), d["kh"], 1, "tap_i") as i:
-        with counted(b, fn, I64(0), d["kw"], 1, "tap_j") as j:
-            tap = b.gep(cols, [b.mul(b.add(b.mul(i, d["kw"]), j), pixels)])
-            with counted(b, fn, I64(0), d["H"], 1, "in_h") as h:
-                oh = b.add(b.sub(b.mul(h, d["sh"]), d["ph"]), b.mul(i, d["dh"]))
-                inside = b.and_(b.icmp_signed(">=", oh, I64(0)), b.icmp_signed("<", oh, d["OH"]))
-                with b.if_then(inside):
-                    row = b.gep(plane, [b.mul(oh, d["OW"])])
-                    with counted(b, fn, I64(0), d["W"], 1, "in_w") as w:
-                        ow = b.add(b.sub(b.mul(w, d["sw"]), d["pw"]), b.mul(j, d["dw"]))
-                        with b.if_then(b.and_(b.icmp_signed(">=", ow, I64(0)), b.icmp_signed("<", ow, d["OW"]))):
-                            target = b.gep(row, [ow])
-                            value = b.load(b.gep(tap, [b.add(b.mul(h, d["W"]), w)]))
-                            b.store(b.fadd(b.load(target), value), target)
 
 
 def _avg_pool_function(module: ir.Module, dtype) -> ir.Function:
@@ -654,7 +651,10 @@ def _small_gemm(module: ir.Module, b: ir.IRBuilder, name: str, args: list, split
     a, bm, c, m, n, k, lda, ldb, ldc, accumulate = args
     with b.if_else(_splits(b, m, n, k, split_min)) as (halves, whole):
         with halves:
-            cut = b.and_(b.sdiv(n, I64(2)), I64(-SPLIT_COLUMNS))
+            # halves on the kernel's own column blocks (each column computed as without the cut): NT's
+            # blocks of 4 split N=288 into 144 + 144 where multiples of 32 made it 128 + 160
+            block = COL_BLOCKS[0] if name == "tscript_gemm_nt_f32" else SPLIT_COLUMNS
+            cut = b.and_(b.sdiv(n, I64(2)), I64(-block))
             sizes = _stack(b, I64, [cut, b.sub(n, cut)])
             column = b.mul(cut, I64(4))  # bytes to the second half's first column of C (and of B in NN)
             b_step = b.mul(column, ldb) if name == "tscript_gemm_nt_f32" else column  # NT: B's rows are C's columns

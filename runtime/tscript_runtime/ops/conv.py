@@ -238,6 +238,22 @@ def im2col(self, kernel_size, dilation, padding, stride):
     return out if self.ndim == 4 else out[0]
 
 
+def _im2col_rows_shape(self, kernel_size, dilation, padding, stride):
+    if self.ndim != 4:
+        raise OpRuntimeError(f"_im2col_rows: expected a 4D (batch mode) tensor, but got: {fmt_shape(self.shape)}")
+    n, rows, cols = _im2col_shape(self, kernel_size, dilation, padding, stride)
+    return rows, n, cols
+
+
+@register("aten::_im2col_rows(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) "
+          "-> Tensor", shape=_im2col_rows_shape, dtype=_float_dtype("_im2col_rows"))
+def _im2col_rows(self, kernel_size, dilation, padding, stride):
+    """im2col(self).transpose(0, 1), C-contiguous: (C*kh*kw, N, L), each row every image's positions
+    in turn, so a convolution's weight gradient is one GEMM over N*L without a transposing copy."""
+    _im2col_rows_shape(self, kernel_size, dilation, padding, stride)
+    return np.ascontiguousarray(im2col(self, kernel_size, dilation, padding, stride).transpose(1, 0, 2))
+
+
 def _col2im_geometry(self, output_size, kernel_size, dilation, padding, stride) -> _Blocks:
     if self.ndim not in (2, 3) or 0 in tuple(self.shape[-2:]):
         raise OpRuntimeError("col2im: Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size "
@@ -484,6 +500,14 @@ def _transposed_shape(op: str, nd: int):
 
 
 def _conv_transpose(x, weight, bias, g: _Conv, groups: int):
+    """The adjoint of the convolution w.r.t. its input: the kernel library's for 2-D when installed
+    (accelerated.py), else one GEMM per group, then fold."""
+    y = accelerated.call("conv_transpose2d", x, weight, bias, g.stride, g.padding, g.dilation, groups, g.out) \
+        if x.ndim == 4 else None
+    return _conv_transpose_numpy(x, weight, bias, g, groups) if y is None else y
+
+
+def _conv_transpose_numpy(x, weight, bias, g: _Conv, groups: int):
     """The adjoint of the convolution w.r.t. its input: one GEMM per group, then fold."""
     nd = x.ndim - 2
     (n, cin), size = x.shape[:2], x.shape[2:]
@@ -720,6 +744,35 @@ def max_pool2d(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=Fa
 def max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     """max_pool2d and, per output, the flat index (into its H*W input plane) of the maximum."""
     return max_pool(self, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d_with_indices", True, 2)
+
+
+def _max_pool_backward_shape(grad_output, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    pooled = pool_shape("max_pool2d_backward")(self, kernel_size, stride, padding, dilation, ceil_mode)
+    if _known(*grad_output.shape, *pooled) and tuple(grad_output.shape) != tuple(pooled):
+        raise OpRuntimeError(f"max_pool2d_backward: grad_output of shape {fmt_shape(grad_output.shape)} does not "
+                             f"match the pooled shape {fmt_shape(pooled)}")
+    return tuple(self.shape)
+
+
+def _max_pool_backward_dtype(grad_output, self, *rest):
+    check_float("max_pool2d_backward", self.dtype)
+    if grad_output.dtype != self.dtype:
+        raise OpRuntimeError(f"max_pool2d_backward: grad_output is {grad_output.dtype}, self is {self.dtype}")
+    return self.dtype
+
+
+@register("aten::_max_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride=[], "
+          "int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor",
+          shape=_max_pool_backward_shape, dtype=_max_pool_backward_dtype)
+def _max_pool2d_backward(grad_output, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    """The adjoint of max_pool2d: each output's gradient added at its window's maximum, found again in
+    `self` as max_pool2d_with_indices finds it (no indices kept between forward and backward)."""
+    _, indices = max_pool(self, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d_backward", True, 2)
+    plane = self.shape[-1] * self.shape[-2]
+    places = indices.reshape(-1, indices.shape[-2] * indices.shape[-1])
+    flat = (places + np.arange(places.shape[0])[:, None] * plane).ravel()
+    out = np.bincount(flat, weights=np.asarray(grad_output, np.float64).ravel(), minlength=self.size)
+    return out.astype(self.dtype).reshape(self.shape)
 
 
 # -- average pooling -----------------------------------------------------------------------------

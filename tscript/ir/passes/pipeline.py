@@ -27,6 +27,7 @@ from .fold_batch_norm import fold_batch_norm
 from .inline import inline_calls
 from .remove_mutation import remove_mutation
 from .fuse import fuse, fuse_rows
+from .fuse_conv import fuse_conv_epilogues
 from .shape_propagation import fold_static_sizes, propagate_shapes
 from .unroll import unroll_loops
 
@@ -49,6 +50,7 @@ PIPELINE: list[Stage] = [
     ("make_copies_explicit", make_copies_explicit, 2),  # reshapes of transposes: a copy kernel + a view
     ("fuse_rows", fuse_rows, 2),                  # elementwise + last-dim reductions -> RowGroup
     ("fuse", fuse, 2),                            # elementwise chains -> FusionGroup
+    ("fuse_conv", fuse_conv_epilogues, 2),        # conv2d + the group after it -> ConvGroup (epilogue)
     ("dce", eliminate_dead_code, 2),
 ]
 

@@ -26,12 +26,17 @@ FUNCTIONS = {
     "tscript_depthwise2d_f64": ("depthwise", "define_depthwise", ["i64*", "i8*", "i64*", "f64*"]),
     "tscript_depthwise2d_scratch_f32": ("depthwise", "define_depthwise", ["i64*", "i8*", "i64*", "f64*"]),
     "tscript_depthwise2d_scratch_f64": ("depthwise", "define_depthwise", ["i64*", "i8*", "i64*", "f64*"]),
+    "tscript_conv_transpose_add_f32": ("transposed", "define_overlap_add", ["i64*", "i8*", "i64*", "f64*"]),
+    "tscript_conv_transpose_add_f64": ("transposed", "define_overlap_add", ["i64*", "i8*", "i64*", "f64*"]),
     "tscript_max_pool2d_f32": ("conv", "define_max_pool2d", ["i64*", "f32*", "f32*"]),
     "tscript_max_pool2d_f64": ("conv", "define_max_pool2d", ["i64*", "f64*", "f64*"]),
     "tscript_erf_f32": ("unary", "define_erf", ["f32*", "f32*", "i64"]),
     "tscript_parallel2": ("parallel", "define_pool", ["i8*", "i64*", "i8*", "i64*", "i8*", "i64*", "f64*"]),
     "tscript_sgemm_f32": ("packed_gemm", "define_sgemm", ["i32", "i32", "i64", "i64", "i64", "f32*", "i64", "f32*",
                                                           "i64", "f32", "f32*", "i64", "f32*"]),
+    "tscript_sgemm_epilogue_f32": ("packed_gemm", "define_sgemm", ["i32", "i32", "i64", "i64", "i64", "f32*", "i64",
+                                                                   "f32*", "i64", "f32", "f32*", "i64", "f32*", "i8*",
+                                                                   "i8*"]),
 }
 NAMES = frozenset(FUNCTIONS)
 _POOL = ("tscript_pool_worker", "tscript_pool_reset", "tscript_pool_hold")  # for this package, not models' code

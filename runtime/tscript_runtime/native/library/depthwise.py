@@ -4,7 +4,8 @@ multiplier; also a single-channel image's convolution), in the kernel ABI `tscri
     void tscript_depthwise2d_scratch_<f32|f64>(i64* planes, i8* ptrs, i64* dims, f64* scalars)
 
 computes output planes planes[0] <= p < planes[1] of `out` (N, G*O, OH, OW) from `ptrs` = {x (N, G,
-H, W), w (G*O, 1, kh, kw), bias (G*O) or null, out, scratch}, `dims` a convolution step's CONV_SLOTS
+H, W), w (G*O, 1, kh, kw), bias (G*O) or null, out, scratch, epilogue or null, its context}: each plane,
+once computed, goes through the epilogue (native/conv_epilogue.py) as one row of OH*OW values; `dims` a convolution step's CONV_SLOTS
 (C is 1, O the channel multiplier). Output plane p reads input plane p // O with weights and bias
 p % (G*O). `scratch` holds two padded planes (`scratch_bytes`); planes[2] (0 or 1) says which one
 this call uses, so that two calls run at once. The whole-graph entry calls it with arena scratch.
@@ -12,7 +13,7 @@ this call uses, so that two calls run at once. The whole-graph entry calls it wi
     void tscript_depthwise2d_<f32|f64>(i64* planes, i8* ptrs, i64* dims, f64* scalars)
 
 is the same for planes[0] <= p < planes[1] and `ptrs` = {x, w, bias, out}, its padded plane from
-malloc (for callers without scratch, eager code).
+malloc (for callers without scratch, eager code), without an epilogue.
 
 im2col + a one-row GEMM per channel spent most of its time writing and reading the columns. Here each
 input plane is first copied into the zero-padded plane (its padding then needs no masks or bounds
@@ -40,7 +41,8 @@ I8, I32, I64, F64 = ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.DoubleType
 I8P = I8.as_pointer()
 PREFIX = "tscript_depthwise2d"
 SCRATCH_PREFIX = "tscript_depthwise2d_scratch"
-POINTERS = ("x", "w", "bias", "out", "scratch")  # the order of `ptrs`
+POINTERS = ("x", "w", "bias", "out", "scratch", "epilogue", "context")  # the order of `ptrs`
+FLOAT_POINTERS = 5  # (the first ones: arrays of the convolution's dtype)
 ROWS = 4  # output rows computed together: independent FMA chains (an FMA's latency is 4 cycles)
 _Window = namedtuple("_Window", "kh kw dh dw sh")  # Python ints (unrolled, constant offsets) or IR values
 
@@ -115,9 +117,11 @@ def _define_allocating(module: ir.Module, dtype, kernel: ir.Function) -> None:
     with b.if_then(b.icmp_unsigned("!=", scratch, ir.Constant(I8P, None))):  # (no memory: nothing computed)
         src = b.bitcast(ptrs8, I8P.as_pointer())
         ptrs = b.alloca(I8P, I64(len(POINTERS)))
-        for i in range(len(POINTERS) - 1):
+        for i in range(FLOAT_POINTERS - 1):
             b.store(b.load(b.gep(src, [I64(i)])), b.gep(ptrs, [I64(i)]))
-        b.store(scratch, b.gep(ptrs, [I64(len(POINTERS) - 1)]))
+        b.store(scratch, b.gep(ptrs, [I64(FLOAT_POINTERS - 1)]))
+        for i in range(FLOAT_POINTERS, len(POINTERS)):
+            b.store(ir.Constant(I8P, None), b.gep(ptrs, [I64(i)]))
         ours = b.alloca(I64, I64(3))
         for i, value in enumerate((b.load(planes), b.load(b.gep(planes, [I64(1)])), I64(0))):
             b.store(value, b.gep(ours, [I64(i)]))
@@ -136,7 +140,8 @@ def _define_kernel(module: ir.Module, dtype) -> ir.Function:
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     ptrs = b.bitcast(ptrs8, I8P.as_pointer())
     x, w, bias, out, scratch = (b.bitcast(b.load(b.gep(ptrs, [I64(i)])), fty.as_pointer())
-                                for i in range(len(POINTERS)))
+                                for i in range(FLOAT_POINTERS))
+    finish = tuple(b.load(b.gep(ptrs, [I64(i)])) for i in range(FLOAT_POINTERS, len(POINTERS)))
     d = {s: b.load(b.gep(dims, [I64(i)])) for i, s in enumerate(CONV_SLOTS) if s in GEOMETRY or s in ("N", "O", "G")}
     g = _Geometry(*(d[s] for s in GEOMETRY))
     lanes = VECTOR_BYTES // dtype.itemsize
@@ -153,14 +158,16 @@ def _define_kernel(module: ir.Module, dtype) -> ir.Function:
 
     def planes_of(stride):
         padded, gp = padded_plane(False)
-        _planes(_Chunks(fn, b, dtype, stride, gp, padded), g, d, first, last, (x, w, bias, has_bias, out, padded))
+        _planes(_Chunks(fn, b, dtype, stride, gp, padded), g, d, first, last,
+                (x, w, bias, has_bias, out, padded), finish)
     # 3x3 undilated windows of stride 2 both ways (MobileNet's): rows split in even and odd columns
     split = functools.reduce(b.and_, [b.icmp_signed("==", v, I64(n)) for v, n in
                                       ((g.sw, 2), (g.sh, 2), (g.kh, 3), (g.kw, 3), (g.dh, 1), (g.dw, 1))])
     with b.if_else(split) as (halves, other):
         with halves:
             padded, gp = padded_plane(True)
-            _planes(_SplitChunks(fn, b, dtype, gp, padded), g, d, first, last, (x, w, bias, has_bias, out, padded))
+            _planes(_SplitChunks(fn, b, dtype, gp, padded), g, d, first, last,
+                    (x, w, bias, has_bias, out, padded), finish)
         with other:
             with b.if_else(b.icmp_signed("==", g.sw, I64(1))) as (unit, strided):
                 with unit:
@@ -212,9 +219,9 @@ class _SplitChunks(_Chunks):
                 b.store(lanes_of, b.bitcast(at, self.vec.as_pointer()), align=self.align)
 
 
-def _planes(chunks: _Chunks, g: _Geometry, d: dict, first, last, operands) -> None:
+def _planes(chunks: _Chunks, g: _Geometry, d: dict, first, last, operands, finish: tuple) -> None:
     """Output planes first..last: each one's input plane copied into the padded plane, then blocks of
-    ROWS output rows."""
+    ROWS output rows, then the plane through the epilogue (`finish`: function and context; or null)."""
     b, fn, gp = chunks.b, chunks.fn, chunks.g
     x, w, bias, has_bias, out, padded = operands
     channels = b.mul(d["G"], d["O"])
@@ -225,23 +232,36 @@ def _planes(chunks: _Chunks, g: _Geometry, d: dict, first, last, operands) -> No
         weights = b.gep(w, [b.mul(channel, b.mul(g.kh, g.kw))])
         start = _splat(b, bias_of(b, has_bias, bias, channel, chunks.fty), chunks.lanes)
         plane_out = b.gep(out, [b.mul(b.mul(p, g.OH), g.OW)])
-        def blocks(window: _Window):
-            with counted(b, fn, I64(0), g.OH, ROWS, "oh") as oh:
-                _rows(chunks, window, (weights, start, plane_out), oh)
-        if isinstance(chunks, _SplitChunks):  # 3x3, stride 2 (the caller checked)
-            blocks(_Window(3, 3, 1, 1, 2))
-            return
-        if chunks.span is None:  # any stride (gathers): one variant
+        _plane(chunks, g, (weights, start, plane_out))
+        epilogue, context = finish
+        with b.if_then(b.icmp_unsigned("!=", epilogue, ir.Constant(I8P, None))):
+            ftype = ir.FunctionType(ir.VoidType(), [I8P, chunks.fty.as_pointer(), I64, I64, I64])
+            area = b.mul(g.OH, g.OW)
+            b.call(b.bitcast(epilogue, ftype.as_pointer()), [context, plane_out, I64(1), area, area])
+
+
+def _plane(chunks: _Chunks, g: _Geometry, operands) -> None:
+    """One output plane (`operands`: its weights, its start vector, where it goes) in blocks of ROWS rows,
+    by the code for its window."""
+    b, fn = chunks.b, chunks.fn
+
+    def blocks(window: _Window):
+        with counted(b, fn, I64(0), g.OH, ROWS, "oh") as oh:
+            _rows(chunks, window, operands, oh)
+    if isinstance(chunks, _SplitChunks):  # 3x3, stride 2 (the caller checked)
+        blocks(_Window(3, 3, 1, 1, 2))
+        return
+    if chunks.span is None:  # any stride (gathers): one variant
+        blocks(_Window(g.kh, g.kw, g.dh, g.dw, g.sh))
+        return
+    # 3x3, undilated, the same stride down as across: every tap's address a constant offset
+    common = [b.icmp_signed("==", v, I64(n)) for v, n in ((g.kh, 3), (g.kw, 3), (g.dh, 1), (g.dw, 1),
+                                                          (g.sh, chunks.stride))]
+    with b.if_else(functools.reduce(b.and_, common)) as (three, other):
+        with three:
+            blocks(_Window(3, 3, 1, 1, chunks.stride))
+        with other:
             blocks(_Window(g.kh, g.kw, g.dh, g.dw, g.sh))
-            return
-        # 3x3, undilated, the same stride down as across: every tap's address a constant offset
-        common = [b.icmp_signed("==", v, I64(n)) for v, n in ((g.kh, 3), (g.kw, 3), (g.dh, 1), (g.dw, 1),
-                                                              (g.sh, chunks.stride))]
-        with b.if_else(functools.reduce(b.and_, common)) as (three, other):
-            with three:
-                blocks(_Window(3, 3, 1, 1, chunks.stride))
-            with other:
-                blocks(_Window(g.kh, g.kw, g.dh, g.dw, g.sh))
 
 
 

@@ -21,6 +21,14 @@ Rows past the last whole micro-panel get a kernel for that many rows, and the la
 for that many vectors, the last one of 8 floats when 8 are enough, with masked loads and stores of C:
 nothing outside C's M x N values is read or written.
 
+    void tscript_sgemm_epilogue_f32(<the same>, i8* epilogue, i8* context)
+
+is the same product that, when `epilogue` is not null, calls
+`void epilogue(i8* context, float* c, i64 rows, i64 cols, i64 ldc)` on each finished block of C (MR
+rows of NC columns, after its last step of K, while it is still in L1), which may rewrite the block in
+place: a convolution's bias and the pointwise ops after it (native/conv_epilogue.py). With a null
+`epilogue` it computes what `tscript_sgemm_f32` computes, by the same operations.
+
 Two cores: with at least `BLOCKING.split_min` multiply-adds the larger of M and N is cut in two and
 the halves run at once through `tscript_parallel2`, each packing into its own half of `pack`; the
 packing both halves repeat (all of A when N is cut, all of B when M is cut) is the smaller one. A
@@ -42,6 +50,9 @@ VEC = ir.VectorType(F32, LANES)
 VP = VEC.as_pointer()
 MASK = ir.VectorType(I1, LANES)
 NAME = "tscript_sgemm_f32"
+EPILOGUE_NAME = "tscript_sgemm_epilogue_f32"
+# void epilogue(i8* context, float* c, i64 rows, i64 cols, i64 ldc)
+EPILOGUE = ir.FunctionType(ir.VoidType(), [I8P, FP, I64, I64, I64])
 NO_TRANS = 111
 ALIGN = 64  # bytes: packed panels start on cache lines, so the micro-kernel's loads of B are aligned
 
@@ -84,13 +95,20 @@ def _region_floats(n: int, k: int, blocking: Blocking) -> int:
 
 
 def define_sgemm(module: ir.Module, blocking: Blocking = BLOCKING, name: str = NAME) -> ir.Function:
-    """Define (once per module) `name`, the GEMM described above, with `blocking`."""
+    """Define (once per module) `name`, the GEMM described above, with `blocking`, and beside it
+    `<name without _f32>_epilogue_f32`, the one taking an epilogue (EPILOGUE_NAME for the default
+    name); returns `name`."""
     try:
         return module.get_global(name)
     except KeyError:
         pass
     g = _Gemm(module, blocking, name)
-    return g.define_entry()
+    return g.define_entries(epilogue_name(name))
+
+
+def epilogue_name(name: str) -> str:
+    """The name of the epilogue-taking GEMM defined beside `name`."""
+    return name.removesuffix("_f32") + "_epilogue_f32"
 
 
 class _Gemm:
@@ -323,13 +341,16 @@ class _Gemm:
         return fn
 
     def driver(self) -> ir.Function:
-        """`driver(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, pack)` on one thread, K > 0, `pack`
-        aligned: for each NC columns and KC steps of K, pack B, then every MR rows."""
+        """`driver(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, pack, epilogue, context)` on one
+        thread, K > 0, `pack` aligned: for each NC columns and KC steps of K, pack B, then every MR
+        rows (after the last step of K, each one's block of C through the epilogue, unless null)."""
         if self._defined("_driver"):
             return self._defined("_driver")
         k = self.k
-        fn, b = self._function("_driver", [I1, I1, I64, I64, I64, FP, I64, FP, I64, F32, FP, I64, FP])
-        ta, tb, m, n, kk, a, lda, bm, ldb, beta, c, ldc, pack = fn.args
+        fn, b = self._function("_driver", [I1, I1, I64, I64, I64, FP, I64, FP, I64, F32, FP, I64, FP, I8P, I8P])
+        ta, tb, m, n, kk, a, lda, bm, ldb, beta, c, ldc, pack, epilogue, context = fn.args
+        has_epilogue = b.icmp_unsigned("!=", epilogue, ir.Constant(I8P, None))
+        epilogue_fn = b.bitcast(epilogue, EPILOGUE.as_pointer())
         kc_max = b.select(b.icmp_signed("<", kk, I64(k.kc)), kk, I64(k.kc))
         nc_max = _min(b, b.and_(b.add(n, I64(k.nr - 1)), I64(-k.nr)), I64(k.nc))
         a_panel = b.gep(pack, [b.mul(kc_max, nc_max)])
@@ -359,19 +380,26 @@ class _Gemm:
                         b.call(self.pack_a(), [a_rows, lda, mr, kc, a_panel])
                     return [kc, nc, b.select(ta, a_panel, a_rows), b.select(ta, kc, lda), *panels,
                             b.gep(c_block, [b.mul(ir_, ldc)]), ldc, load_c, scale]
+                finished = b.and_(has_epilogue, b.icmp_signed(">=", b.add(pc, kc), kk))
+
+                def finish(ir_, mr):  # the block is final: through the epilogue while it is in L1
+                    with b.if_then(finished):
+                        b.call(epilogue_fn, [context, b.gep(c_block, [b.mul(ir_, ldc)]), mr, nc, ldc])
                 with counted(b, fn, I64(0), whole, k.mr, "ir") as ir_:
                     b.call(self.row_block(k.mr), block(ir_, I64(k.mr)))
+                    finish(ir_, I64(k.mr))
                 with b.if_then(b.icmp_signed("<", whole, m)):
                     args = block(whole, b.sub(m, whole))
                     _switch(b, fn, b.sub(m, whole), range(1, k.mr), lambda mr: b.call(self.row_block(mr), args))
+                    finish(whole, b.sub(m, whole))
         b.ret_void()
         return fn
 
     # -- the entry point and its two halves ------------------------------------------------------
 
     def part(self) -> ir.Function:
-        """`part(i64* [M, N], i8** [A, B, C, pack], i64* [ta, tb, K, lda, ldb, ldc], f64* [beta])`: the
-        driver in the kernel ABI `tscript_parallel2` runs."""
+        """`part(i64* [M, N], i8** [A, B, C, pack, epilogue, context], i64* [ta, tb, K, lda, ldb, ldc],
+        f64* [beta])`: the driver in the kernel ABI `tscript_parallel2` runs."""
         if self._defined("_part"):
             return self._defined("_part")
         fn, b = self._function("_part", [I64.as_pointer(), I8P, I64.as_pointer(), F64.as_pointer()])
@@ -379,20 +407,35 @@ class _Gemm:
         ptrs = b.bitcast(ptrs8, I8P.as_pointer())
         m, n = (b.load(b.gep(sizes, [I64(i)])) for i in range(2))
         a, bm, c, pack = (b.bitcast(b.load(b.gep(ptrs, [I64(i)])), FP) for i in range(4))
+        epilogue, context = (b.load(b.gep(ptrs, [I64(i)])) for i in (4, 5))
         ta, tb, kk, lda, ldb, ldc = (b.load(b.gep(dims, [I64(i)])) for i in range(6))
         beta = b.fptrunc(b.load(scalars), F32)
-        b.call(self.driver(), [b.trunc(ta, I1), b.trunc(tb, I1), m, n, kk, a, lda, bm, ldb, beta, c, ldc, pack])
+        b.call(self.driver(), [b.trunc(ta, I1), b.trunc(tb, I1), m, n, kk, a, lda, bm, ldb, beta, c, ldc, pack,
+                               epilogue, context])
         b.ret_void()
         return fn
 
-    def define_entry(self) -> ir.Function:
-        k = self.k
+    def define_entries(self, with_epilogue: str) -> ir.Function:
+        """The entry point (`self.name`) and the one taking an epilogue (`with_epilogue`); returns the first."""
+        full = self.define_entry(with_epilogue)
         fn, b = self._function("", [I32, I32, I64, I64, I64, FP, I64, FP, I64, F32, FP, I64, FP], internal=False)
-        ta32, tb32, m, n, kk, a, lda, bm, ldb, beta, c, ldc, pack8 = fn.args
+        null = ir.Constant(I8P, None)
+        b.call(full, [*fn.args, null, null])
+        b.ret_void()
+        return fn
+
+    def define_entry(self, name: str) -> ir.Function:
+        k = self.k
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [I32, I32, I64, I64, I64, FP, I64, FP, I64, F32,
+                                                                      FP, I64, FP, I8P, I8P]), name)
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        ta32, tb32, m, n, kk, a, lda, bm, ldb, beta, c, ldc, pack8, epilogue, context = fn.args
         with b.if_then(b.or_(b.icmp_signed("<=", m, I64(0)), b.icmp_signed("<=", n, I64(0)))):
             b.ret_void()
         with b.if_then(b.icmp_signed("<=", kk, I64(0))):
             _scale_c(b, fn, m, n, c, ldc, beta)
+            with b.if_then(b.icmp_unsigned("!=", epilogue, ir.Constant(I8P, None))):
+                b.call(b.bitcast(epilogue, EPILOGUE.as_pointer()), [context, c, m, n, ldc])
             b.ret_void()
         ta, tb = b.icmp_signed("!=", ta32, I32(NO_TRANS)), b.icmp_signed("!=", tb32, I32(NO_TRANS))
         ptrmask = _intrinsic(self.module, "llvm.ptrmask.p0.i64", FP, [FP, I64])
@@ -403,9 +446,9 @@ class _Gemm:
                         b.icmp_signed(">=", b.select(wide, n, m), I64(2 * LANES)))
         with b.if_else(halves) as (split, alone):
             with split:
-                self._split(b, [ta, tb, m, n, kk, a, lda, bm, ldb, beta, c, ldc, pack], wide)
+                self._split(b, [ta, tb, m, n, kk, a, lda, bm, ldb, beta, c, ldc, pack, epilogue, context], wide)
             with alone:
-                b.call(self.driver(), [ta, tb, m, n, kk, a, lda, bm, ldb, beta, c, ldc, pack])
+                b.call(self.driver(), [ta, tb, m, n, kk, a, lda, bm, ldb, beta, c, ldc, pack, epilogue, context])
         b.ret_void()
         return fn
 
@@ -413,7 +456,7 @@ class _Gemm:
         """The two halves of the product at once: N cut at a multiple of 16 columns when `wide`, else
         M cut in the middle; the second half packs into the second region of `pack`."""
         from .parallel import PARALLEL2, define_pool
-        ta, tb, m, n, kk, a, lda, bm, ldb, beta, c, ldc, pack = args
+        ta, tb, m, n, kk, a, lda, bm, ldb, beta, c, ldc, pack, epilogue, context = args
         cut_n = b.and_(b.add(b.lshr(n, I64(1)), I64(LANES // 2)), I64(-LANES))
         cut_m = b.lshr(m, I64(1))
         m1, n1 = b.select(wide, m, cut_m), b.select(wide, cut_n, n)
@@ -422,8 +465,8 @@ class _Gemm:
         b2 = b.gep(bm, [b.select(wide, b.select(tb, b.mul(cut_n, ldb), cut_n), I64(0))])
         c2 = b.gep(c, [b.select(wide, cut_n, b.mul(cut_m, ldc))])
         pack2 = b.gep(pack, [self._region(b, n, kk)])
-        first = _stack(b, I8P, [b.bitcast(p, I8P) for p in (a, bm, c, pack)])
-        second = _stack(b, I8P, [b.bitcast(p, I8P) for p in (a2, b2, c2, pack2)])
+        first = _stack(b, I8P, [b.bitcast(p, I8P) for p in (a, bm, c, pack)] + [epilogue, context])
+        second = _stack(b, I8P, [b.bitcast(p, I8P) for p in (a2, b2, c2, pack2)] + [epilogue, context])
         sizes = _stack(b, I64, [m1, n1, m2, n2])
         dims = _stack(b, I64, [b.zext(ta, I64), b.zext(tb, I64), kk, lda, ldb, ldc])
         scalars = _stack(b, F64, [b.fpext(beta, F64)])
