@@ -54,7 +54,7 @@ def emit_module(plan: NativePlan):
 
 
 def emit_parts(plan: NativePlan, parts: int):
-    """The kernels of `plan` in `parts` llvmlite modules (dealt by `_part`), the whole-graph entry in the
+    """The kernels of `plan` in `parts` llvmlite modules (dealt in turn), the whole-graph entry in the
     first, declaring those of the others it calls (they link into one library)."""
     from llvmlite import ir
 
@@ -70,7 +70,7 @@ def emit_parts(plan: NativePlan, parts: int):
     for name, k in plan.kernels.items():
         if names[name] in home:
             continue
-        module = home[names[name]] = modules[_part(len(home), len(modules), plan.layout is not None)]
+        module = home[names[name]] = modules[len(home) % len(modules)]
         sub = k.node.attrs["subgraph"]
         if k.template == "pointwise":
             build_kernel(sub, names[name], module, k.tile)
@@ -82,15 +82,6 @@ def emit_parts(plan: NativePlan, parts: int):
                    for s in plan.layout.steps if isinstance(s, KernelStep)}
         build_entry(first, plan.layout, ENTRY, kernels)
     return modules
-
-
-def _part(i: int, parts: int, entry: bool) -> int:
-    """The module kernel i goes to: dealt in turn, but with an entry in the first module, that one gets
-    every third kernel only (compiling the entry took about half the kernels' time: the GPT training step's
-    backward, 0.28 s of thread CPU against 0.87 s)."""
-    if entry and parts == 2:
-        return 0 if i % 3 == 0 else 1
-    return i % parts
 
 
 def _in(module, fn):
