@@ -209,7 +209,6 @@ def test_loading_emits_the_code_once_then_takes_it_from_the_cache(saved, tmp_pat
     entries = list((tmp_path / "cache").iterdir())
     assert len(entries) >= 1
     monkeypatch.setattr(target, "optimize_and_emit", lambda ll: pytest.fail("emitted although cached"))
-    monkeypatch.setattr(target, "optimize_and_emit_all", lambda lls: pytest.fail("emitted although cached"))
     model = rt.load(tmp / "mlp.tsm")
     x = rows(1, 5, 16)
     assert_close(model.run(x), eager(module, x))

@@ -61,19 +61,6 @@ def cached_object(key: str, emit) -> tuple[bytes, set[str]]:
     return obj, imports
 
 
-def cached_objects(keys: list[str], emit) -> list[tuple[bytes, set[str]]]:
-    """`cached_object` for several entries made together: `emit(missing)` returns the (object code,
-    imports) pairs of the entries at those indices (all of them are emitted at once, e.g. in parallel)."""
-    paths = [os.path.join(cache_dir(), key + ".o") for key in keys]
-    found = [_read(path) for path in paths]
-    missing = [i for i, f in enumerate(found) if f is None]
-    if missing:
-        for i, made in zip(missing, emit(missing)):
-            _write(paths[i], *made)
-            found[i] = made
-    return found
-
-
 def _read(path: str):
     try:
         with open(path, "rb") as f:

@@ -12,11 +12,10 @@ from dataclasses import dataclass
 from ..entry_steps import KernelStep
 from ..kernels import FusedKernel
 from ..native_plan import NativePlan
-from .cache import cache_key, cached_objects
+from .cache import cache_key, cached_object
 from .link import MODEL_IMPORTS, NativeLibrary, imports_of
 
 ENTRY = "entry"
-PARALLEL_KERNELS = 8  # distinct kernels from which a model's code is compiled in two parts at once
 
 
 @dataclass
@@ -50,70 +49,45 @@ def _code_key(kernel) -> tuple:
 
 def emit_module(plan: NativePlan):
     """The llvmlite module of every kernel of `plan` and its whole-graph entry."""
-    return emit_parts(plan, 1)[0]
-
-
-def emit_parts(plan: NativePlan, parts: int):
-    """The kernels of `plan` in `parts` llvmlite modules (dealt in turn), the whole-graph entry in the
-    first, declaring those of the others it calls (they link into one library)."""
     from llvmlite import ir
 
     from .entry import build_entry
     from .pointwise import build_kernel
     from .row import build_row_kernel
     from .target import host
-    modules = [ir.Module("tscript_model") for _ in range(max(parts, 1))]
-    for module in modules:
-        module.triple = host()["triple"]
+    module = ir.Module("tscript_model")
+    module.triple = host()["triple"]
     names = symbols(plan)
-    home: dict = {}
+    emitted = set()
     for name, k in plan.kernels.items():
-        if names[name] in home:
+        if names[name] in emitted:
             continue
-        module = home[names[name]] = modules[len(home) % len(modules)]
+        emitted.add(names[name])
         sub = k.node.attrs["subgraph"]
         if k.template == "pointwise":
             build_kernel(sub, names[name], module, k.tile)
         else:
             build_row_kernel(sub, names[name], module)
     if plan.layout is not None:
-        first = modules[0]
-        kernels = {s.node: _in(first, home[names[s.kernel]].get_global(names[s.kernel]))
-                   for s in plan.layout.steps if isinstance(s, KernelStep)}
-        build_entry(first, plan.layout, ENTRY, kernels)
-    return modules
-
-
-def _in(module, fn):
-    """`fn` (a kernel defined in some module), as `module` calls it: itself, or a declaration."""
-    from llvmlite import ir
-    if fn.module is module:
-        return fn
-    try:
-        return module.get_global(fn.name)
-    except KeyError:
-        return ir.Function(module, fn.function_type, fn.name)
+        kernels = {s.node: module.get_global(names[s.kernel]) for s in plan.layout.steps if isinstance(s, KernelStep)}
+        build_entry(module, plan.layout, ENTRY, kernels)
+    return module
 
 
 def link_native(graph: dict, plan: NativePlan) -> NativeCode:
     """The native code of `graph` (its document) under `plan`, emitted now or found in the cache. Its
-    library is unloaded when the model's code and launchers are dropped. A model of many kernels is
-    emitted in two parts compiled at once (one per core)."""
-    from .target import optimize_and_emit_all
-    parts = 2 if len(set(symbols(plan).values())) >= PARALLEL_KERNELS else 1
-    key = cache_key("model", json.dumps(graph, sort_keys=True), plan.fingerprint())
-    keys = [key] if parts == 1 else [f"{key}-{i}of{parts}" for i in range(parts)]
+    library is unloaded when the model's code and launchers are dropped."""
+    from .target import optimize_and_emit
 
-    def emit(missing: list) -> list:
-        modules = emit_parts(plan, parts)
-        objects = optimize_and_emit_all([str(modules[i]) for i in missing])
-        return [(obj, imports_of(modules[i], obj)) for i, obj in zip(missing, objects)]
-    found = cached_objects(keys, emit)
+    def emit():
+        module = emit_module(plan)
+        obj = optimize_and_emit(str(module))
+        return obj, imports_of(module, obj)
+    obj, imports = cached_object(cache_key("model", json.dumps(graph, sort_keys=True), plan.fingerprint()), emit)
+    assert imports <= MODEL_IMPORTS, f"emitted code imports {sorted(imports - MODEL_IMPORTS)}"
     names = symbols(plan)
     exports = list(dict.fromkeys(names.values())) + ([ENTRY] if plan.layout is not None else [])
-    imports = set().union(*(imports for _, imports in found)) - set(exports)  # (one part calls another's kernels)
-    assert imports <= MODEL_IMPORTS, f"emitted code imports {sorted(imports - MODEL_IMPORTS)}"
-    library = NativeLibrary([obj for obj, _ in found], exports, imports)
+    library = NativeLibrary(obj, exports, imports)
     launchers = {name: FusedKernel(library.address(names[name]), k.spec, k.split_min, name, owner=library)
                  for name, k in plan.kernels.items()}
     entry = library.address(ENTRY) if plan.layout is not None else None

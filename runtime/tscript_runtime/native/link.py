@@ -113,14 +113,11 @@ class NativeLibrary:
     Keep the library alive while any of its code may run: its code is unloaded when it is dropped."""
     _count = 0
 
-    def __init__(self, obj: bytes | list[bytes], exports: list[str], externals: set[str]):
+    def __init__(self, obj: bytes, exports: list[str], externals: set[str]):
         llvm = binding()
-        objects = [obj] if isinstance(obj, bytes) else obj
         imports = external_addresses(externals)  # before LLVM_LOCK: the kernel library may link itself here
         with LLVM_LOCK:
-            builder = llvm.JITLibraryBuilder()
-            for one in objects:
-                builder.add_object_img(one)
+            builder = llvm.JITLibraryBuilder().add_object_img(obj)
             for name, addr in imports.items():
                 builder.import_symbol(name, addr)
             for name in exports:
@@ -129,8 +126,7 @@ class NativeLibrary:
             self._tracker = builder.link(_jit(), f"tscript_native_{NativeLibrary._count}")
             self._addresses = {name: self._tracker[name] for name in exports}
         if perf_map.enabled():
-            for one in objects:
-                perf_map.record(one, self._addresses, f"tscript_native_{NativeLibrary._count}")
+            perf_map.record(obj, self._addresses, f"tscript_native_{NativeLibrary._count}")
 
     def address(self, name: str) -> int:
         return self._addresses[name]

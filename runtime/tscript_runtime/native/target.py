@@ -1,11 +1,8 @@
 """The host's TargetMachine (its CPU and every feature, O3) and LLVM IR -> optimized object code. All
-llvmlite binding calls on LLVM's global context go through one lock (its state is not thread-safe);
-modules parsed into contexts of their own compile concurrently (`optimize_and_emit_all`)."""
+llvmlite binding calls go through one lock: LLVM's global state is not thread-safe across them."""
 from __future__ import annotations
 
-import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 LLVM_LOCK = threading.Lock()  # held around every llvmlite binding call that touches LLVM's state
 _state: dict = {}
@@ -33,24 +30,20 @@ def host() -> dict:
 
 def target_machine():
     """The one TargetMachine for the host CPU (all its features, O3)."""
+    llvm = binding()
     if "tm" not in _state:
-        _state["tm"] = _new_target_machine()
+        h = host()
+        target = llvm.Target.from_default_triple()
+        _state["tm"] = target.create_target_machine(cpu=h["cpu"], features=h["features"], opt=3, reloc="pic",
+                                                    codemodel="default", jit=True)
     return _state["tm"]
 
 
-def _new_target_machine():
+def _optimized_module(ll_text: str):
+    """Parse, verify and optimize (O3 with loop and SLP vectorization) for the host; call under LLVM_LOCK."""
     llvm = binding()
-    h = host()
-    return llvm.Target.from_default_triple().create_target_machine(cpu=h["cpu"], features=h["features"], opt=3,
-                                                                    reloc="pic", codemodel="default", jit=True)
-
-
-def _optimized_module(ll_text: str, tm=None, context=None):
-    """Parse, verify and optimize (O3 with loop and SLP vectorization) for the host; call under LLVM_LOCK
-    (but with a `context` of the caller's own and its own `tm`)."""
-    llvm = binding()
-    tm = tm or target_machine()
-    module = llvm.parse_assembly(ll_text, context=context)
+    tm = target_machine()
+    module = llvm.parse_assembly(ll_text)
     module.triple, module.data_layout = tm.triple, str(tm.target_data)
     module.verify()
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
@@ -71,25 +64,6 @@ def optimize_and_emit(ll_text: str) -> bytes:
     """Object code for the host from LLVM IR text (optimized as `_optimized_module`)."""
     with LLVM_LOCK:
         return target_machine().emit_object(_optimized_module(ll_text))
-
-
-def optimize_and_emit_all(texts: list[str]) -> list[bytes]:
-    """`optimize_and_emit` of several modules at once, on up to one thread per core: each in an LLVM
-    context and with a TargetMachine of its own (LLVM compiles separate contexts concurrently; the
-    shared global context stays behind LLVM_LOCK)."""
-    workers = min(len(texts), os.cpu_count() or 1)
-    if workers <= 1:
-        return [optimize_and_emit(t) for t in texts]
-    llvm = binding()
-    with LLVM_LOCK:  # what touches LLVM's global state (the target registry) before the threads start
-        own = [(_new_target_machine(), llvm.create_context()) for _ in texts]
-    with ThreadPoolExecutor(workers, thread_name_prefix="tscript-llvm") as pool:
-        return list(pool.map(_emit_alone, texts, own))
-
-
-def _emit_alone(ll_text: str, own: tuple) -> bytes:
-    tm, context = own
-    return tm.emit_object(_optimized_module(ll_text, tm, context))
 
 
 def optimized_ir(ll_text: str) -> str:
