@@ -16,10 +16,10 @@ import math
 from tscript_runtime.conv_epilogue import CONV_ARITY
 from tscript_runtime.prims import CONV_GROUP
 
-from ..graph import Block, Graph, Node, Value, clone_node
+from ..graph import Graph, Node, Value, clone_node
 from ..types import TensorType
 from .effects import mutated_values
-from .fuse import GROUP
+from .fuse import GROUP, _blocks
 
 FLOATS = ("float32", "float64")
 
@@ -35,13 +35,6 @@ def fuse_conv_epilogues(graph: Graph) -> bool:
                 _make_conv_group(graph, conv, node)
                 changed = True
     return changed
-
-
-def _blocks(block: Block):
-    yield block
-    for n in block.nodes:
-        for b in n.blocks:
-            yield from _blocks(b)
 
 
 def _conv_of(group: Node, mutable: set) -> Node | None:
