@@ -17,6 +17,7 @@ from ..autograd.grad_mode import is_grad_enabled as grad_enabled
 from ..frontend.modules import ParameterReader, _attr_tree, to_arrays, to_tensors
 from ..ir.graph import Graph
 from ..ir.types import TensorType
+from .gc_paused import gc_paused
 from .stages import executable, optimize_for_codegen
 
 if TYPE_CHECKING:
@@ -177,6 +178,7 @@ class CompiledTrainingModel(CompiledModel):
     def _full(self) -> "_BackwardVariant":
         return self._variant((True,) * (len(self.lifted) + len(self.float_inputs)))
 
+    @gc_paused
     def _variant(self, mask: tuple) -> "_BackwardVariant":
         """The backward computing the gradients of the `wrt` values selected by `mask` (compiled once)."""
         if mask not in self._variants:

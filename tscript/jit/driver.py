@@ -23,10 +23,12 @@ from ..ir.passes.shape_propagation import mark_dynamic
 from ..ir.types import TensorType, tensor_type
 from .binding import binder_of
 from .compiled import CompiledModel, CompiledTrainingModel
+from .gc_paused import gc_paused
 from .stages import optimize_for_codegen
 from .tracing import trace
 
 
+@gc_paused
 def compile(obj, example_inputs=None, backward: bool = False, dynamic: dict | None = None) -> CompiledModel:
     """Trace (or take the scripted graph of) `obj`, optimize, fuse and generate native code."""
     if not isinstance(obj, ScriptModule | ScriptFunction):
