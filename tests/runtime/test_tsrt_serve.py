@@ -200,7 +200,13 @@ def test_the_command_serves_on_a_free_port_and_stops_on_ctrl_c(files):
         assert request(address, "GET", "/health")[0] == 200
     finally:
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=60) == 0
+        try:
+            code = proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:  # say what the server was doing, and do not leave it running
+            proc.kill()
+            out, err = proc.communicate()
+            pytest.fail(f"the server did not stop on Ctrl-C within 60 s; its output:\n{out}\n{err}")
+        assert code == 0, proc.stderr.read()
 
 
 def test_a_port_in_use_is_a_one_line_error(server, files, capsys, monkeypatch):
