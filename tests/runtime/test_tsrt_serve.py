@@ -181,10 +181,17 @@ def test_concurrent_requests(server):
         np.testing.assert_array_equal(got, expected)
 
 
+def _ctrl_c_default() -> None:
+    """In the server's process before Python starts: SIGINT as a terminal delivers it. A shell's background
+    job starts with SIGINT ignored, and Python then never raises KeyboardInterrupt (the test would hang)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_the_command_serves_on_a_free_port_and_stops_on_ctrl_c(files):
     proc = subprocess.Popen([sys.executable, "-m", "tscript_runtime", "serve", "encoder.tsm", "--port", "0",
                              "--host", "127.0.0.1", "--entry", "encode", "--max-request-bytes", "100000"],
-                            cwd=files, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=files, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_ctrl_c_default)
     try:
         line = proc.stdout.readline()
         assert line.startswith("serving encoder.tsm on http://127.0.0.1:"), proc.stderr.read() if not line else line
