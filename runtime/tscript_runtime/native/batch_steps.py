@@ -11,7 +11,7 @@ from llvmlite import ir
 
 from ..entry_steps import COLUMN_SLOTS, GEOMETRY, REDUCE_SLOTS, UPDATE_SLOTS
 from . import library
-from .library.loops import carried, counted
+from .library.loops import carried, counted, smax, smin
 
 I1, I8, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(64)
 I8P = I8.as_pointer()
@@ -427,8 +427,8 @@ def col2im_body(fty):
 def _grid_inside(b: ir.IRBuilder, start, stride, size, count) -> tuple:
     """(first, stop): the grid positions g in [0, count) whose image position start + g * stride is
     in [0, size)."""
-    first = _max(b, _ceil_div(b, b.sub(I64(0), start), stride), I64(0))
-    stop = _min(b, _ceil_div(b, b.sub(size, start), stride), count)
+    first = smax(b, _ceil_div(b, b.sub(I64(0), start), stride), I64(0))
+    stop = smin(b, _ceil_div(b, b.sub(size, start), stride), count)
     return first, stop
 
 
@@ -437,9 +437,3 @@ def _ceil_div(b: ir.IRBuilder, x, s):
     return b.select(b.icmp_signed("<", x, I64(0)), b.sdiv(x, s), b.sdiv(b.add(x, b.sub(s, I64(1))), s))
 
 
-def _max(b: ir.IRBuilder, x, y):
-    return b.select(b.icmp_signed(">", x, y), x, y)
-
-
-def _min(b: ir.IRBuilder, x, y):
-    return b.select(b.icmp_signed("<", x, y), x, y)

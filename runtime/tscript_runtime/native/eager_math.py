@@ -32,30 +32,26 @@ def matmul(a: np.ndarray, b: np.ndarray):
     if m * n * k < MIN_WORK:
         return None
     if b.ndim == 2 and a.ndim > 2:  # one product over the flattened leading dims (a copy if they do not flatten)
-        rows = a.reshape(-1, k)
-        return _product(lib, (), rows[None], b[None], rows.shape[0], n, k).reshape(a.shape[:-1] + (n,))
+        return _product(lib, (), a.reshape(-1, k), b, n).reshape(a.shape[:-1] + (n,))
     try:
         batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except ValueError:
         return None
-    return _product(lib, batch, np.broadcast_to(a, batch + (m, k)), np.broadcast_to(b, batch + (k, n)), m, n, k)
+    return _product(lib, batch, np.broadcast_to(a, batch + (m, k)), np.broadcast_to(b, batch + (k, n)), n)
 
 
-def _product(lib, batch: tuple, a: np.ndarray, b: np.ndarray, m: int, n: int, k: int) -> np.ndarray:
+def _product(lib, batch: tuple, a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
+    """out[i] = a[i] @ b[i] for every index i of `batch` (the packed GEMM per product)."""
+    (m, k) = a.shape[-2:]
     out = np.empty(batch + (m, n), np.float32)
     if out.size == 0:
         return out
     _, pack = _scratch(0, lib.pack_bytes(m, n, k))
-    sgemm, pack_at = lib.fn["tscript_sgemm_f32"], _address(pack)
-    flat_a, flat_b = a.reshape((-1, m, k)) if not batch else None, b.reshape((-1, k, n)) if not batch else None
-    indices = np.ndindex(*batch) if batch else [0]
-    for i, index in enumerate(indices):
-        x = a[index] if batch else flat_a[0]
-        y = b[index] if batch else flat_b[0]
-        ta, x_at, lda, kept_a = _operand(x)
-        tb, y_at, ldb, kept_b = _operand(y)
-        sgemm(ta, tb, m, n, k, x_at, lda, y_at, ldb, 0.0, _address(out) + 4 * i * m * n, n, pack_at)
-        del kept_a, kept_b
+    sgemm, pack_at, out_at = lib.fn["tscript_sgemm_f32"], _address(pack), _address(out)
+    for i, index in enumerate(np.ndindex(*batch)):  # (no batch dims: one index, ())
+        ta, x_at, lda, _kept_a = _operand(a[index])
+        tb, y_at, ldb, _kept_b = _operand(b[index])
+        sgemm(ta, tb, m, n, k, x_at, lda, y_at, ldb, 0.0, out_at + 4 * i * m * n, n, pack_at)
     return out
 
 

@@ -23,7 +23,7 @@ from .conv_transpose import conv_transpose_function
 from .library.depthwise import bias_of
 from .recurrent import recurrent_function
 from .recurrent_backward import backward_function
-from .library.loops import carried, counted
+from .library.loops import carried, counted, smax, smin, stack
 from .library.gemm import COL_BLOCKS
 
 I1, I8, I32, I64, F64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.DoubleType()
@@ -245,7 +245,7 @@ class _Emitter:
         b = self.b
         fn = build_epilogue(self.module, f"conv_epilogue_{step.node}", dtype, step.epilogue)
         bias, out = bias_out
-        context = _stack(b, I8P, [out, bias, b.bitcast(b.gep(self.plan_p, [I64(step.dims)]), I8P),
+        context = stack(b, I8P, [out, bias, b.bitcast(b.gep(self.plan_p, [I64(step.dims)]), I8P),
                                   *(self.pointer(v) for v in step.extras)])
         return [b.bitcast(fn, I8P), b.bitcast(context, I8P)]
 
@@ -333,7 +333,7 @@ def _images_per_gemm(b: ir.IRBuilder, slot: dict):
     fits = b.sdiv(I64(BATCH_COLUMNS), length)
     many = functools.reduce(b.and_, [b.icmp_signed("==", slot["G"], I64(1)), b.icmp_signed(">", slot["N"], I64(1)),
                                      b.icmp_signed("<=", b.mul(length, I64(2)), I64(BATCH_COLUMNS))])
-    return b.select(many, _min(b, slot["N"], fits), I64(1))
+    return b.select(many, smin(b, slot["N"], fits), I64(1))
 
 
 def _conv_batched(module, fn, b: ir.IRBuilder, dtype, small_m: int, slot: dict, images, args: list) -> None:
@@ -351,7 +351,7 @@ def _conv_batched(module, fn, b: ir.IRBuilder, dtype, small_m: int, slot: dict, 
     chunks = b.sdiv(b.add(slot["N"], b.sub(images, I64(1))), images)
     with counted(b, fn, I64(0), chunks, 1, "images") as chunk:
         first = b.mul(chunk, images)
-        count = _min(b, images, b.sub(slot["N"], first))
+        count = smin(b, images, b.sub(slot["N"], first))
         ld = b.mul(count, length)
         with counted(b, fn, I64(0), count, 1, "columns") as i:
             b.call(im2col, [dims_p, b.gep(x, [b.mul(b.add(first, i), image_in)]), b.gep(col, [b.mul(i, length)]), ld])
@@ -373,25 +373,24 @@ def _depthwise(module: ir.Module, b: ir.IRBuilder, dtype, dims_p, pointers: list
     more, its two halves of planes at once, each in its half of the scratch."""
     kernel = library.declare(module, f"tscript_depthwise2d_scratch_{_suffix(dtype)}")
     planes = b.mul(b.mul(slot["N"], slot["G"]), slot["O"])
-    ptrs = b.bitcast(_stack(b, I8P, pointers), I8P)
+    ptrs = b.bitcast(stack(b, I8P, pointers), I8P)
     null = ir.Constant(F64.as_pointer(), None)
     work = b.mul(b.mul(planes, slot["L"]), slot["K"])
     with b.if_else(b.and_(b.icmp_signed(">=", work, I64(DEPTHWISE_SPLIT)), b.icmp_signed(">=", planes, I64(2)))) \
             as (halves, whole):
         with halves:
             cut = b.sdiv(planes, I64(2))
-            first, second = _stack(b, I64, [I64(0), cut, I64(0)]), _stack(b, I64, [cut, planes, I64(1)])
+            first, second = stack(b, I64, [I64(0), cut, I64(0)]), stack(b, I64, [cut, planes, I64(1)])
             b.call(library.declare(module, "tscript_parallel2"),
                    [b.bitcast(kernel, I8P), first, ptrs, second, ptrs, dims_p, null])
         with whole:
-            b.call(kernel, [_stack(b, I64, [I64(0), planes, I64(0)]), ptrs, dims_p, null])
+            b.call(kernel, [stack(b, I64, [I64(0), planes, I64(0)]), ptrs, dims_p, null])
 
 
 def _conv_group(module, fn, b: ir.IRBuilder, dtype, small_m: int, slot: dict, args: list) -> None:
     """One image's convolution for one group of channels: im2col (a 1x1 stride-1 unpadded convolution's
     columns are the image itself), bias rows, GEMM (with the epilogue `finish`, or null)."""
     dims_p, x, w, bias, has_bias, out, col, pack, finish = args
-    fty = ir.FloatType() if dtype == np.float32 else F64
     o, k, length = slot["O"], slot["K"], slot["L"]
     pointwise = _pointwise(b, slot)
     with b.if_then(b.not_(pointwise)):
@@ -463,9 +462,9 @@ def _im2col(module, b: ir.IRBuilder, dtype, slot: dict, args: list) -> None:
         with halves:
             part = library.declare(module, f"tscript_im2col_part_{_suffix(dtype)}")
             cut = b.sdiv(slot["C"], I64(2))
-            ptrs = b.bitcast(_stack(b, I8P, [b.bitcast(x, I8P), b.bitcast(col, I8P)]), I8P)
+            ptrs = b.bitcast(stack(b, I8P, [b.bitcast(x, I8P), b.bitcast(col, I8P)]), I8P)
             b.call(library.declare(module, "tscript_parallel2"),
-                   [b.bitcast(part, I8P), _stack(b, I64, [I64(0), cut]), ptrs, _stack(b, I64, [cut, slot["C"]]), ptrs,
+                   [b.bitcast(part, I8P), stack(b, I64, [I64(0), cut]), ptrs, stack(b, I64, [cut, slot["C"]]), ptrs,
                     dims_p, ir.Constant(F64.as_pointer(), None)])
         with whole:
             b.call(library.declare(module, f"tscript_im2col_{_suffix(dtype)}"), args)
@@ -519,10 +518,10 @@ def _window(b: ir.IRBuilder, d: dict, i, size: str, out: str, k: str, s: str, p:
     a0 = b.sdiv(b.mul(i, n), d[out])
     a1 = b.sdiv(b.add(b.mul(b.add(i, I64(1)), n), b.sub(d[out], I64(1))), d[out])
     p0 = b.sub(b.mul(i, d[s]), d[p])
-    p1 = _min(b, b.add(p0, d[k]), b.add(n, d[p]))
+    p1 = smin(b, b.add(p0, d[k]), b.add(n, d[p]))
     start, end = b.select(adaptive, a0, p0), b.select(adaptive, a1, p1)
-    first, last = _max(b, start, I64(0)), _min(b, end, n)
-    return first, _max(b, last, first), b.sub(end, start)
+    first, last = smax(b, start, I64(0)), smin(b, end, n)
+    return first, smax(b, last, first), b.sub(end, start)
 
 
 def _window_sum(b: ir.IRBuilder, fn, fty, x, width, rows: tuple, cols: tuple):
@@ -537,12 +536,6 @@ def _window_sum(b: ir.IRBuilder, fn, fty, x, width, rows: tuple, cols: tuple):
     return carried(b, fn, h0, h1, 1, "wrow", [fty(0.0)], row_sum)[0]
 
 
-def _min(b: ir.IRBuilder, x, y):
-    return b.select(b.icmp_signed("<", x, y), x, y)
-
-
-def _max(b: ir.IRBuilder, x, y):
-    return b.select(b.icmp_signed(">", x, y), x, y)
 
 
 def _batched_function(module: ir.Module, product: ir.Function) -> ir.Function:
@@ -655,13 +648,13 @@ def _small_gemm(module: ir.Module, b: ir.IRBuilder, name: str, args: list, split
             # blocks of 4 split N=288 into 144 + 144 where multiples of 32 made it 128 + 160
             block = COL_BLOCKS[0] if name == "tscript_gemm_nt_f32" else SPLIT_COLUMNS
             cut = b.and_(b.sdiv(n, I64(2)), I64(-block))
-            sizes = _stack(b, I64, [cut, b.sub(n, cut)])
+            sizes = stack(b, I64, [cut, b.sub(n, cut)])
             column = b.mul(cut, I64(4))  # bytes to the second half's first column of C (and of B in NN)
             b_step = b.mul(column, ldb) if name == "tscript_gemm_nt_f32" else column  # NT: B's rows are C's columns
             a8, bm8, c8 = (b.bitcast(p, I8P) for p in (a, bm, c))
-            first = _stack(b, I8P, [a8, bm8, c8])
-            second = _stack(b, I8P, [a8, b.gep(bm8, [b_step]), b.gep(c8, [column])])
-            dims = _stack(b, I64, [m, k, lda, ldb, ldc, b.zext(accumulate, I64)])
+            first = stack(b, I8P, [a8, bm8, c8])
+            second = stack(b, I8P, [a8, b.gep(bm8, [b_step]), b.gep(c8, [column])])
+            dims = stack(b, I64, [m, k, lda, ldb, ldc, b.zext(accumulate, I64)])
             part = _gemm_part(module, name)
             b.call(library.declare(module, "tscript_parallel2"),
                    [b.bitcast(part, I8P), sizes, b.bitcast(first, I8P), b.gep(sizes, [I64(1)]),
@@ -676,13 +669,6 @@ def _splits(b: ir.IRBuilder, m, n, k, split_min: int):
     return b.and_(b.icmp_signed(">=", b.mul(b.mul(m, n), k), I64(split_min)),
                   b.icmp_signed(">=", n, I64(2 * SPLIT_COLUMNS)))
 
-
-def _stack(b: ir.IRBuilder, ty, values: list):
-    """An array of `values` on the stack."""
-    at = b.alloca(ty, I64(len(values)))
-    for i, v in enumerate(values):
-        b.store(v, b.gep(at, [I64(i)]))
-    return at
 
 
 def _gemm_part(module: ir.Module, name: str) -> ir.Function:

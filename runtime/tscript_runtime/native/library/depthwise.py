@@ -204,7 +204,7 @@ class _SplitChunks(_Chunks):
         """An input row of `width` elements into a split row at `dst` (its padded column pw + w): spans of
         2 vectors, starting where pw + w is even, their even lanes to the first half, odd ones to the
         second (lanes outside the row are zeros)."""
-        b, fn, lanes, n = self.b, self.fn, self.lanes, 2 * self.lanes
+        b, fn, n = self.b, self.fn, 2 * self.lanes
         vec = ir.VectorType(self.fty, n)
         mask_type = ir.VectorType(ir.IntType(1), n)
         load = self._intrinsic("llvm.masked.load", vec, [self.fty.as_pointer(), I32, mask_type, vec], f".v{n}", "")
@@ -222,7 +222,7 @@ class _SplitChunks(_Chunks):
 def _planes(chunks: _Chunks, g: _Geometry, d: dict, first, last, operands, finish: tuple) -> None:
     """Output planes first..last: each one's input plane copied into the padded plane, then blocks of
     ROWS output rows, then the plane through the epilogue (`finish`: function and context; or null)."""
-    b, fn, gp = chunks.b, chunks.fn, chunks.g
+    b, fn = chunks.b, chunks.fn
     x, w, bias, has_bias, out, padded = operands
     channels = b.mul(d["G"], d["O"])
     with counted(b, fn, first, last, 1, "plane") as p:

@@ -68,3 +68,21 @@ def nest(b: ir.IRBuilder, fn: ir.Function, levels: list, offsets: list, name: st
     def body(i, _):
         nest(b, fn, rest, [b.add(off, b.mul(i, st)) for off, st in zip(offsets, strides)], name, inner)
     loop(b, fn, n, body, name)
+
+
+def smin(b: ir.IRBuilder, x, y):
+    """The smaller of two signed integers."""
+    return b.select(b.icmp_signed("<", x, y), x, y)
+
+
+def smax(b: ir.IRBuilder, x, y):
+    """The larger of two signed integers."""
+    return b.select(b.icmp_signed(">", x, y), x, y)
+
+
+def stack(b: ir.IRBuilder, ty, values: list):
+    """An array of `values` (of type `ty`) on the stack."""
+    at = b.alloca(ty, I64(len(values)))
+    for i, v in enumerate(values):
+        b.store(v, b.gep(at, [I64(i)]))
+    return at

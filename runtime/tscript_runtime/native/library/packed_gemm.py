@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from .loops import carried, counted
+from .loops import carried, counted, smin, stack
 
 I1, I32, I64, F32, F64 = ir.IntType(1), ir.IntType(32), ir.IntType(64), ir.FloatType(), ir.DoubleType()
 I8P = ir.IntType(8).as_pointer()
@@ -352,13 +352,13 @@ class _Gemm:
         has_epilogue = b.icmp_unsigned("!=", epilogue, ir.Constant(I8P, None))
         epilogue_fn = b.bitcast(epilogue, EPILOGUE.as_pointer())
         kc_max = b.select(b.icmp_signed("<", kk, I64(k.kc)), kk, I64(k.kc))
-        nc_max = _min(b, b.and_(b.add(n, I64(k.nr - 1)), I64(-k.nr)), I64(k.nc))
+        nc_max = smin(b, b.and_(b.add(n, I64(k.nr - 1)), I64(-k.nr)), I64(k.nc))
         a_panel = b.gep(pack, [b.mul(kc_max, nc_max)])
         whole = b.sub(m, b.urem(m, I64(k.mr)))
         with counted(b, fn, I64(0), n, k.nc, "jc") as jc:
-            nc = _min(b, b.sub(n, jc), I64(k.nc))
+            nc = smin(b, b.sub(n, jc), I64(k.nc))
             with counted(b, fn, I64(0), kk, k.kc, "pc") as pc:
-                kc = _min(b, b.sub(kk, pc), I64(k.kc))
+                kc = smin(b, b.sub(kk, pc), I64(k.kc))
                 b_block = b.gep(bm, [b.select(tb, b.add(b.mul(jc, ldb), pc), b.add(b.mul(pc, ldb), jc))])
                 # a row-major B under few rows: its whole panels are read in place (packing them costs
                 # more than it saves), only the last one is packed (for the masked loads past column N)
@@ -465,11 +465,11 @@ class _Gemm:
         b2 = b.gep(bm, [b.select(wide, b.select(tb, b.mul(cut_n, ldb), cut_n), I64(0))])
         c2 = b.gep(c, [b.select(wide, cut_n, b.mul(cut_m, ldc))])
         pack2 = b.gep(pack, [self._region(b, n, kk)])
-        first = _stack(b, I8P, [b.bitcast(p, I8P) for p in (a, bm, c, pack)] + [epilogue, context])
-        second = _stack(b, I8P, [b.bitcast(p, I8P) for p in (a2, b2, c2, pack2)] + [epilogue, context])
-        sizes = _stack(b, I64, [m1, n1, m2, n2])
-        dims = _stack(b, I64, [b.zext(ta, I64), b.zext(tb, I64), kk, lda, ldb, ldc])
-        scalars = _stack(b, F64, [b.fpext(beta, F64)])
+        first = stack(b, I8P, [b.bitcast(p, I8P) for p in (a, bm, c, pack)] + [epilogue, context])
+        second = stack(b, I8P, [b.bitcast(p, I8P) for p in (a2, b2, c2, pack2)] + [epilogue, context])
+        sizes = stack(b, I64, [m1, n1, m2, n2])
+        dims = stack(b, I64, [b.zext(ta, I64), b.zext(tb, I64), kk, lda, ldb, ldc])
+        scalars = stack(b, F64, [b.fpext(beta, F64)])
         define_pool(self.module)  # (where it is not yet: a module of its own, as in the tests)
         b.call(self.module.get_global(PARALLEL2),
                [b.bitcast(self.part(), I8P), sizes, b.bitcast(first, I8P), b.gep(sizes, [I64(2)]),
@@ -478,8 +478,8 @@ class _Gemm:
     def _region(self, b, n, kk):
         """`_region_floats` in IR."""
         k = self.k
-        kc = _min(b, kk, I64(k.kc))
-        nc = _min(b, b.and_(b.add(n, I64(k.nr - 1)), I64(-k.nr)), I64(k.nc))
+        kc = smin(b, kk, I64(k.kc))
+        nc = smin(b, b.and_(b.add(n, I64(k.nr - 1)), I64(-k.nr)), I64(k.nc))
         a_floats = b.and_(b.add(b.mul(kc, I64(k.mr)), I64(LANES - 1)), I64(-LANES))
         return b.add(b.mul(kc, nc), a_floats)
 
@@ -524,13 +524,10 @@ def _transpose16(b, rows: list) -> list:
 
 def _mask(b, count, lanes: int = LANES):
     """The mask of the first `count` of `lanes` lanes (count clamped to 0..lanes)."""
-    count = b.select(b.icmp_signed("<", count, I64(0)), I64(0), _min(b, count, I64(lanes)))
+    count = b.select(b.icmp_signed("<", count, I64(0)), I64(0), smin(b, count, I64(lanes)))
     bits = b.trunc(b.sub(b.shl(I64(1), count), I64(1)), ir.IntType(lanes))
     return b.bitcast(bits, ir.VectorType(I1, lanes))
 
-
-def _min(b, x, y):
-    return b.select(b.icmp_signed("<", x, y), x, y)
 
 
 def _vector(width: int) -> ir.VectorType:
@@ -543,13 +540,6 @@ def _splat(b, x, width: int = LANES):
     v = b.insert_element(ir.Constant(vec, ir.Undefined), x, I32(0))
     return b.shuffle_vector(v, ir.Constant(vec, ir.Undefined), ir.Constant(ir.VectorType(I32, width), [0] * width))
 
-
-def _stack(b, ty, values: list):
-    """An array of `values` on the stack."""
-    at = b.alloca(ty, I64(len(values)))
-    for i, v in enumerate(values):
-        b.store(v, b.gep(at, [I64(i)]))
-    return at
 
 
 def _intrinsic(module: ir.Module, name: str, ret, args: list) -> ir.Function:
