@@ -600,9 +600,8 @@ def _plan_columns(step: ColumnsStep, node: dict, env: dict, ints) -> None:
     image, cols = (x, out) if step.kind in IM2COLS else (out, x)
     if not image.flags.c_contiguous or not out.flags.c_contiguous or cols.ndim != 3:
         raise Unplannable(f"{step.kind} of a non-contiguous image or unbatched columns")
-    if step.kind == "aten::_im2col_rows":
-        cols = cols.transpose(1, 0, 2)
     if step.kind in IM2COLS:
+        cols = cols.transpose(IM2COLS[step.kind])  # seen as (image, row, position)
         g = _im2col_geometry(_meta(x), *args[1:5])
     else:
         g = _col2im_geometry(_meta(x), *args[1:6])

@@ -64,7 +64,9 @@ RECURRENT_BACKWARD = {f"{kind}_backward": cell for kind, cell in RECURRENT.items
 # A copy of a tensor with a slice (select_scatter: one index) replaced: the tensor seen as (outer, n, inner
 # bytes) around the dim, the slice's first index, step and length, and the whole tensor's bytes.
 EMBED_SLOTS = ("outer", "n", "inner", "start", "step", "count", "bytes")
-IM2COLS = {"aten::im2col", "aten::_im2col_rows"}  # columns of images: (N, C*kh*kw, L), or (C*kh*kw, N, L)
+# Columns of images: the order of the output's dims as (image, row C*kh*kw, position L) -- im2col's
+# (N, C*kh*kw, L); _im2col_rows' (C*kh*kw, N, L), the layout the weight gradient's GEMM reads.
+IM2COLS = {"aten::im2col": (0, 1, 2), "aten::_im2col_rows": (1, 0, 2)}
 STEP_KINDS = {"draw": DRAWS, "embed": {"aten::select_scatter", "aten::slice_scatter"}, "fill": set(FILLS), "recurrent": set(RECURRENT), "recurrent_backward": set(RECURRENT_BACKWARD), "kernel": set(KERNEL_GROUPS), "gemm": set(GEMMS), "conv2d": {"aten::conv2d", CONV_GROUP},
               "conv_transpose2d": {"aten::conv_transpose2d"}, "max_pool2d": {"aten::max_pool2d"},
               "avg_pool2d": set(AVG_POOLS), "cat": {"aten::cat", "aten::stack"},
