@@ -55,8 +55,11 @@ def test_time_loop_matches_the_reference(cell, steps, batch, hidden, bias, rever
     assert entry_ran(cm), cm.graph
     with ts.no_grad():
         want = model(*args)
+    # float32: the loop and the reference sum each step's products in other orders, and a ReLU RNN's
+    # values grow over the steps (one element of 1152 differed by 4.4e-5 relative after 6 steps)
+    rtol = 1e-4 if dtype == np.float32 else 1e-5
     for g, w in zip(got, want) if cell == "lstm" else [(got, want)]:
-        assert_close(g, w, rtol=1e-5, atol=1e-5)
+        assert_close(g, w, rtol=rtol, atol=1e-5)
 
 
 def assert_same(got, want):
