@@ -76,10 +76,17 @@ SWEEP_AFTER_SECONDS = 60
 
 @dataclass
 class Archive:
-    """A verified archive: its manifest (a dict) and the bytes of every listed member (memoryviews)."""
+    """A verified archive: its manifest (a dict) and the bytes of every listed member (memoryviews).
+    `pending`: the checksums still being computed (read_archive's `defer`); `verify()` waits for them."""
     source: str
     manifest: dict
     members: dict
+    pending: concurrent.futures.Future | None = None
+
+    def verify(self) -> None:
+        """Wait for the deferred checksums; a ModelError if one does not match."""
+        if self.pending is not None:
+            self.pending.result()
 
     def error(self, problem: str) -> ModelError:
         """A ModelError naming this archive's file and `problem`."""
@@ -218,16 +225,19 @@ def source_name(source) -> str:
     return name if isinstance(name, str) else f"<{type(source).__name__}>"
 
 
-def read_archive(source, fmt: str, versions) -> Archive:
+def read_archive(source, fmt: str, versions, defer: bool = False) -> Archive:
     """Open and verify the archive at `source` (a path or a binary file object) of format `fmt`
-    with a version in `versions`; every problem is a ModelError naming the file."""
+    with a version in `versions`; every problem is a ModelError naming the file. With `defer`, the
+    checksums of large `.npy` members are computed on a thread of their own while the caller goes
+    on (a model's graph checked and its code linked meanwhile): the caller must call `verify()`
+    before it uses or returns anything read from the archive."""
     name = source_name(source)
     with _zip_errors(name), zipfile.ZipFile(source) as zf:
         _check_sizes(zf, name)
         manifest = _read_manifest(zf, name, fmt, versions)
         _check_no_extra(zf, name, manifest["members"])
-        members = _read_members(zf, name, manifest["members"])
-    return Archive(name, manifest, members)
+        members, pending = _read_members(zf, name, manifest["members"], defer)
+    return Archive(name, manifest, members, pending)
 
 
 def read_zip(source) -> dict:
@@ -323,23 +333,32 @@ def _valid_listing(listing) -> bool:
         for e in listing.values())
 
 
-def _read_members(zf: zipfile.ZipFile, name: str, listing: dict) -> dict:
-    """Every listed member's bytes, checked against its size and SHA-256. From a file, members are
-    views of one private (copy-on-write) memory map of it, so arrays read them in place and writing
-    into an array never reaches the file; large archives are hashed on two threads at once."""
+def _read_members(zf: zipfile.ZipFile, name: str, listing: dict, defer: bool) -> tuple:
+    """Every listed member's bytes, checked against its size and SHA-256, and the future of the
+    deferred checks (None: none deferred). From a file, members are views of one private
+    (copy-on-write) memory map of it, so arrays read them in place and writing into an array never
+    reaches the file; large archives are hashed on two threads at once."""
     infos = {m: _info(zf, name, m, entry) for m, entry in listing.items()}
     mapped = _memory_map(zf)
     members = {m: _member_bytes(zf, mapped, name, m, info) for m, info in infos.items()}
     check = functools.partial(_check_digest, name, listing)
-    if sum(len(data) for data in members.values()) < _PARALLEL_BYTES:
-        list(map(check, members, members.values()))
+    later = {m: data for m, data in members.items() if defer and m.endswith(".npy") and len(data) >= _DEFERRED_BYTES}
+    now = {m: data for m, data in members.items() if m not in later}
+    if sum(len(data) for data in now.values()) < _PARALLEL_BYTES:
+        list(map(check, now, now.values()))
     else:
         with concurrent.futures.ThreadPoolExecutor(2) as pool:  # hashlib releases the GIL
-            list(pool.map(check, members, members.values()))
-    return members
+            list(pool.map(check, now, now.values()))
+    if not later:
+        return members, None
+    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tscript-checksums")
+    pending = pool.submit(lambda: list(map(check, later, later.values())))
+    pool.shutdown(wait=False)
+    return members, pending
 
 
 _PARALLEL_BYTES = 1 << 23
+_DEFERRED_BYTES = 1 << 16  # a deferred check is worth a thread's hand-over from this size
 
 
 def _info(zf: zipfile.ZipFile, name: str, member: str, entry: dict) -> zipfile.ZipInfo:

@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 import warnings
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -91,25 +92,37 @@ class EntryPoint:
 
 @dataclass
 class SavedModel:
-    """A verified `.tsm` file: manifest, parameters (name -> array) and entry points."""
+    """A verified `.tsm` file: manifest, parameters (name -> array) and entry points; `verify()`
+    waits for checksums still being computed (read_saved_model's `defer`)."""
     source: str
     manifest: dict
     params: dict
     entry_points: dict
+    verify: Callable[[], None] = lambda: None
 
 
 # -- reading ----------------------------------------------------------------------------------------
 
-def read_saved_model(source) -> SavedModel:
+def read_saved_model(source, defer: bool = False) -> SavedModel:
     """Open and check the saved model at `source` (a path or binary file object); every problem
-    is a ModelError naming the file (and the member) and what is wrong."""
-    archive = read_archive(source, FORMAT, READABLE_VERSIONS)
+    is a ModelError naming the file (and the member) and what is wrong. With `defer`, the
+    parameters' checksums are still being computed when this returns: `verify()` the result before
+    using or returning anything of it (read_archive)."""
+    archive = read_archive(source, FORMAT, READABLE_VERSIONS, defer)
+    try:
+        return _saved_model(archive)
+    except BaseException:
+        archive.verify()  # a corrupt member explains what went wrong better than what it broke
+        raise
+
+
+def _saved_model(archive: Archive) -> SavedModel:
     params = _read_params(archive)
     entries = _field(archive, archive.manifest, "entry_points", dict, "the manifest")
     if "forward" not in entries:
         raise archive.error("the manifest has no 'forward' entry point")
     entry_points = {name: _read_entry_point(archive, name, e, params) for name, e in entries.items()}
-    return SavedModel(archive.source, archive.manifest, params, entry_points)
+    return SavedModel(archive.source, archive.manifest, params, entry_points, archive.verify)
 
 
 def _field(archive: Archive, data: dict, key: str, kind, where: str):
@@ -470,4 +483,11 @@ def load(source) -> Model:
     """Load and check a saved model (`.tsm` path or binary file object) for running."""
     from .travel import origin_of
     readable, origin = origin_of(source)
-    return Model(read_saved_model(readable), origin)
+    saved = read_saved_model(readable, defer=True)  # its weights are hashed while the model is prepared
+    try:
+        model = Model(saved, origin)
+    except BaseException:
+        saved.verify()
+        raise
+    saved.verify()
+    return model

@@ -38,14 +38,30 @@ def compiled(c: float = 1.5):
     return ts.jit.compile(lambda x: (x * c).relu() + c, x), x
 
 
-def test_dropping_a_model_unloads_its_code():
-    model, x = compiled()
+@pytest.fixture(params=["here", "llvm"])
+def linker(request, monkeypatch):
+    """Each test runs with the runtime's own object loader and with LLVM's (TSCRIPT_LINKER=llvm)."""
+    monkeypatch.setenv("TSCRIPT_LINKER", "" if request.param == "here" else "llvm")
+    return request.param
+
+
+def code_holder(library):
+    """What owns a library's code: the loader's mapping, or the ORC tracker."""
+    return library._loaded if library._loaded is not None else library._tracker
+
+
+def test_dropping_a_model_unloads_its_code(linker):
+    model, x = compiled(1.5 if linker == "here" else 1.25)
     model(x)
     library = weakref.ref(model.executable.code.library)
-    tracker = weakref.ref(model.executable.code.library._tracker)
+    holder = code_holder(model.executable.code.library)
+    assert (linker == "here") == (holder is library()._loaded)
+    unmapped = holder._unmap if linker == "here" else None
+    holder = weakref.ref(holder)
     del model
     gc.collect()
-    assert library() is None and tracker() is None
+    assert library() is None and holder() is None
+    assert unmapped is None or not unmapped.alive
 
 
 def test_a_kernel_launcher_keeps_its_code():
@@ -63,7 +79,7 @@ def test_a_kernel_launcher_keeps_its_code():
 
 
 @needs_proc
-def test_linking_and_dropping_libraries_stays_flat():
+def test_linking_and_dropping_libraries_stays_flat(linker):
     """Dropped libraries leave empty JITDylibs in their LLJIT (~9 KB each): LLJITs are replaced and
     freed, so 1000 links cost no memory."""
     model, _ = compiled(3.5)

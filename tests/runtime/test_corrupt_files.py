@@ -98,6 +98,39 @@ def test_tampered_member(path):
     refused(path, "model.tsm: checksum mismatch for member 'params/0.weight.npy'")
 
 
+@pytest.fixture
+def big_path(tmp_path):
+    """A model whose weight (256 KiB) is hashed on a thread while the runtime prepares the model."""
+    p = tmp_path / "model.tsm"
+    ts.jit.save(ts.jit.compile(nn.Linear(256, 256), ts.randn(2, 256)), p)
+    return p
+
+
+@pytest.mark.parametrize("broken_graph", [False, True])
+def test_tampered_large_member(big_path, broken_graph):
+    """A deferred checksum still refuses the file, also when something else fails first (the
+    corrupt member is what went wrong)."""
+    manifest, members = contents(big_path)
+    weight = np.load(io.BytesIO(members["params/weight.npy"]))
+    weight[100, 7] += 1
+    changed = {"params/weight.npy": npy(weight)}
+    graph = b"{not json"
+
+    def honest_graph_checksum(m):
+        m["members"]["forward.graph.json"] = {"sha256": hashlib.sha256(graph).hexdigest(), "size": len(graph)}
+    if broken_graph:
+        changed["forward.graph.json"] = graph
+    rewrite(big_path, honest_graph_checksum if broken_graph else None, members=changed, rehash=False)
+    refused(big_path, "model.tsm: checksum mismatch for member 'params/weight.npy'")
+
+
+def test_large_member_intact_loads(big_path):
+    x = np.random.default_rng(0).standard_normal((2, 256)).astype(np.float32)
+    manifest, members = contents(big_path)
+    w, b = (np.load(io.BytesIO(members[f"params/{n}.npy"])) for n in ("weight", "bias"))
+    np.testing.assert_allclose(rt.load(big_path).run(x), x @ w.T + b, rtol=1e-5, atol=1e-5)
+
+
 def test_missing_member(path):
     rewrite(path, drop={"forward.ir"}, rehash=False)
     refused(path, "model.tsm: member 'forward.ir' listed in the manifest is missing")

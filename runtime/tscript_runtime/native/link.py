@@ -8,7 +8,7 @@ import ctypes
 import glob
 import os
 
-from . import elf, perf_map
+from . import elf, object_loader, perf_map
 from .library import NAMES as LIBRARY_FUNCTIONS
 from .target import LLVM_LOCK, binding
 
@@ -38,10 +38,10 @@ def declared_functions(module) -> set[str]:
 def imports_of(module, obj: bytes) -> set[str]:
     """What the object code emitted from `module` imports when linked: its declared functions and,
     for ELF objects, every undefined symbol (LLVM may lower an intrinsic to a libm call)."""
-    return declared_functions(module) | (_undefined(obj) if elf.is_elf64(obj) else set())
+    return declared_functions(module) | (undefined_symbols(obj) if elf.is_elf64(obj) else set())
 
 
-def _undefined(obj: bytes) -> set[str]:
+def undefined_symbols(obj: bytes) -> set[str]:
     """The undefined symbols of an ELF object (SHN_UNDEF: resolved at link time)."""
     return {name for name, _, section, _, _ in elf.symbols(obj) if section == 0 and name}
 
@@ -110,23 +110,45 @@ def _jit():
 
 class NativeLibrary:
     """Object code linked into the process; `address(name)` gives an exported function's address.
-    Keep the library alive while any of its code may run: its code is unloaded when it is dropped."""
+    Keep the library alive while any of its code may run: its code is unloaded when it is dropped.
+    On Linux x86-64 the object is placed by object_loader.py (no LLVM started); anything it does not
+    handle is linked by ORC (LLJIT) instead, as everywhere else."""
     _count = 0
 
     def __init__(self, obj: bytes, exports: list[str], externals: set[str]):
+        imports = external_addresses(externals)  # first: the kernel library may link itself here
+        NativeLibrary._count += 1
+        name = f"tscript_native_{NativeLibrary._count}"
+        self._loaded = _load_here(obj, exports, imports)
+        if self._loaded is not None:
+            self._addresses = {n: self._loaded.address(n) for n in exports}
+        else:
+            self._addresses = self._link_with_llvm(obj, exports, imports, name)
+        if perf_map.enabled():
+            perf_map.record(obj, self._addresses, name)
+
+    def _link_with_llvm(self, obj: bytes, exports: list[str], imports: dict[str, int], name: str) -> dict:
         llvm = binding()
-        imports = external_addresses(externals)  # before LLVM_LOCK: the kernel library may link itself here
         with LLVM_LOCK:
             builder = llvm.JITLibraryBuilder().add_object_img(obj)
-            for name, addr in imports.items():
-                builder.import_symbol(name, addr)
-            for name in exports:
-                builder.export_symbol(name)
-            NativeLibrary._count += 1
-            self._tracker = builder.link(_jit(), f"tscript_native_{NativeLibrary._count}")
-            self._addresses = {name: self._tracker[name] for name in exports}
-        if perf_map.enabled():
-            perf_map.record(obj, self._addresses, f"tscript_native_{NativeLibrary._count}")
+            for symbol, addr in imports.items():
+                builder.import_symbol(symbol, addr)
+            for symbol in exports:
+                builder.export_symbol(symbol)
+            self._tracker = builder.link(_jit(), name)
+            return {symbol: self._tracker[symbol] for symbol in exports}
 
     def address(self, name: str) -> int:
         return self._addresses[name]
+
+
+def _load_here(obj: bytes, exports: list[str], imports: dict[str, int]):
+    """The object placed by object_loader (None: where it does not apply, or the object needs
+    what it does not do, or TSCRIPT_LINKER=llvm asks for LLVM's linker)."""
+    if os.environ.get("TSCRIPT_LINKER", "") == "llvm" or not object_loader.supported():
+        return None
+    try:
+        loaded = object_loader.LoadedObject(obj, imports)
+    except object_loader.Unsupported:
+        return None
+    return loaded if all(n in loaded.addresses for n in exports) else None

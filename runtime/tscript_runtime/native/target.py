@@ -20,11 +20,18 @@ def binding():
 
 
 def host() -> dict:
-    """The host's target triple, CPU name and features (what object code is built for)."""
-    llvm = binding()
+    """The host's target triple, CPU name and features (what object code is built for), as LLVM names
+    them; remembered in the cache directory under the CPU's identity, so that a warm load (every
+    object in the cache) does not start LLVM only to learn them (host_identity.py)."""
     if "host" not in _state:
-        _state["host"] = {"triple": llvm.get_default_triple(), "cpu": llvm.get_host_cpu_name(),
-                          "features": llvm.get_host_cpu_features().flatten()}
+        from . import host_identity
+        found = host_identity.remembered()
+        if found is None:
+            llvm = binding()
+            found = {"triple": llvm.get_default_triple(), "cpu": llvm.get_host_cpu_name(),
+                     "features": llvm.get_host_cpu_features().flatten()}
+            host_identity.remember(found)
+        _state["host"] = found
     return _state["host"]
 
 
