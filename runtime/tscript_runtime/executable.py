@@ -18,14 +18,30 @@ from .native_plan import NativePlan
 from .typed_graph import typed_graph
 
 
+def prefetch_code(graph: dict, plan: dict) -> None:
+    """Start compiling the native code an Executable of `graph` under `plan` will link, in a child
+    process, while the caller goes on (native/emit.py's prefetch_native): speculative work, so a
+    problem here is not reported (the Executable reports it when it is built)."""
+    try:
+        check_graph(graph)
+        native = NativePlan.from_json(plan, typed_graph(graph), graph)
+        from .native.emit import prefetch_native
+        prefetch_native(graph, native)
+    except Exception:  # noqa: BLE001 - anything the Executable would raise, it raises itself later
+        pass
+
+
 class Executable:
     """A graph document with its tensor constants and native plan (None: no native code), ready to
     `run`; `reader` reads the parameters from the module argument (graph_entry.TreeReader: nested
-    mappings). Several threads may run it at once. The document is checked (check_graph) here."""
+    mappings). Several threads may run it at once. The document is checked (check_graph) here, unless
+`checked` says its reader did."""
 
-    def __init__(self, graph: dict, constants: dict, plan: dict | None, reader=None, where: str = "graph"):
+    def __init__(self, graph: dict, constants: dict, plan: dict | None, reader=None, where: str = "graph",
+                 checked: bool = False):
         self.graph, self.constants = graph, constants
-        check_graph(graph)
+        if not checked:  # (a saved model's graphs were checked as they were read)
+            check_graph(graph)
         self.plan = NativePlan.from_json(plan, typed_graph(graph), graph) if plan is not None else None
         self.mode, self.reason = "interpreted", ""  #: "native", "interpreted" (no plan) or "reference"
         self.code = None

@@ -48,6 +48,7 @@ from . import dtypes as dt
 from .archive import Archive, read_archive
 from .errors import InputError, ModelError
 from .executable import Executable
+from .gc_paused import gc_paused
 from .graph_json import check_graph
 from .ops import OPS
 from .prims import PRIMS
@@ -340,7 +341,7 @@ class Model:
                           f"never runs; it runs on the reference kernels. Save the model again with "
                           f"tscript.jit.save for native code", RuntimeWarning, stacklevel=3)
         try:
-            executable = Executable(entry.graph, entry.constants, entry.plan, where=where)
+            executable = Executable(entry.graph, entry.constants, entry.plan, where=where, checked=True)
         except ModelError as e:
             raise ModelError(f"{where}: {e}") from None
         self._prepare(entry, executable)
@@ -479,6 +480,7 @@ def _seed_gradients(outputs: list, grad_outputs, source: str) -> list:
     return out
 
 
+@gc_paused
 def load(source) -> Model:
     """Load and check a saved model (`.tsm` path or binary file object) for running."""
     from .travel import origin_of

@@ -1,11 +1,11 @@
-"""tscript.jit.compile runs with the cyclic garbage collector paused (tscript/jit/gc_paused.py) and leaves
+"""tscript.jit.compile runs with the cyclic garbage collector paused (tscript_runtime/gc_paused.py) and leaves
 it as it found it: running after a compile, after a failing one, and off when it was off."""
 import gc
 
 import pytest
 
 import tscript as ts
-from tscript.jit.gc_paused import gc_paused
+from tscript_runtime.gc_paused import gc_paused
 
 
 def test_paused_inside_and_restored_after():
@@ -43,3 +43,20 @@ def test_backward_variants_compile_paused():
     compiled = ts.jit.compile(lin, (ts.randn(5, 4),), backward=True)
     compiled(ts.randn(5, 4)).sum().backward()
     assert gc.isenabled() and lin.weight.grad is not None
+
+
+def test_runtime_load_paused_and_restored(tmp_path, monkeypatch):
+    """tscript_runtime.load runs paused too (a ResNet-18 file: ~28 collections, ~9 ms, skipped)."""
+    import tscript_runtime
+    from tscript_runtime import executable
+    ts.jit.save(ts.jit.compile(ts.nn.Linear(4, 2), (ts.randn(5, 4),)), tmp_path / "m.tsm")
+    seen = []
+    original = executable.Executable.__init__
+
+    def spy(self, *args, **kwargs):
+        seen.append(gc.isenabled())
+        original(self, *args, **kwargs)
+    monkeypatch.setattr(executable.Executable, "__init__", spy)
+    model = tscript_runtime.load(tmp_path / "m.tsm")
+    assert seen == [False] and gc.isenabled()
+    assert model.run(ts.randn(5, 4).numpy()).shape == (5, 2)

@@ -9,15 +9,18 @@ import numpy as np
 
 from tscript_runtime.dtypes import is_inexact
 from tscript_runtime.errors import InputError
+from tscript_runtime.executable import prefetch_code
+from tscript_runtime.gc_paused import gc_paused
 from tscript_runtime.prims import CONV_GROUP
 
 from .._tensor import Tensor
 from ..autograd.graph import FREED_MESSAGE, Node, edge
 from ..autograd.grad_mode import is_grad_enabled as grad_enabled
+from ..codegen.plan import plan_native
 from ..frontend.modules import ParameterReader, _attr_tree, to_arrays, to_tensors
 from ..ir.graph import Graph
+from ..ir.graph_json import graph_to_json
 from ..ir.types import TensorType
-from .gc_paused import gc_paused
 from .stages import executable, optimize_for_codegen
 
 if TYPE_CHECKING:
@@ -128,6 +131,8 @@ class CompiledTrainingModel(CompiledModel):
     use), and a call that needs no gradient runs a forward that saves nothing."""
 
     def __init__(self, d: "Differentiated", module, lifted: list, float_inputs: list, dynamic):
+        # the backward of a training step, its LLVM work in a child process while the forward compiles here
+        self._speculated = _speculate(d, (True,) * len(lifted) + (False,) * len(float_inputs))
         super().__init__(optimize_for_codegen(d.forward.copy()), module, dynamic)
         self.lifted = lifted
         self.float_inputs = float_inputs  # indices of the float tensor inputs: gradients after the parameters'
@@ -182,13 +187,13 @@ class CompiledTrainingModel(CompiledModel):
     def _variant(self, mask: tuple) -> "_BackwardVariant":
         """The backward computing the gradients of the `wrt` values selected by `mask` (compiled once)."""
         if mask not in self._variants:
-            g = self._differentiated.backward.copy()
-            for i in reversed(range(len(mask))):
-                if not mask[i]:
-                    g.block.remove_return(i)
-            optimize_for_codegen(g)
+            if self._speculated is not None and self._speculated[0] == mask:
+                _, g, plan = self._speculated
+            else:
+                g, plan = _backward_graph(self._differentiated, mask), None
+            self._speculated = None
             read = [bool(v.uses) for v in g.inputs[:self.n_outputs]]
-            self._variants[mask] = _BackwardVariant(g, executable(g), read)
+            self._variants[mask] = _BackwardVariant(g, executable(g, plan=plan), read)
         return self._variants[mask]
 
     def saved_bytes(self, *args) -> dict:
@@ -207,6 +212,25 @@ class CompiledTrainingModel(CompiledModel):
         """The forward program's inputs: the module, the arguments, the parameters."""
         return ([_attr_tree(self.module)] if self.module is not None else []) + [to_arrays(a) for a in args] + \
             [p._data for _, p, _ in self.lifted]
+
+
+def _backward_graph(d: "Differentiated", mask: tuple) -> Graph:
+    """The optimized backward computing the gradients `mask` selects."""
+    g = d.backward.copy()
+    for i in reversed(range(len(mask))):
+        if not mask[i]:
+            g.block.remove_return(i)
+    return optimize_for_codegen(g)
+
+
+def _speculate(d: "Differentiated", mask: tuple) -> tuple:
+    """(mask, graph, plan) of the backward variant `mask`, planned now and its native code compiled by a
+    child process meanwhile (tscript_runtime.executable.prefetch_code): a training step's first
+    backward then finds it in the object cache."""
+    g = _backward_graph(d, mask)
+    plan = plan_native(g)
+    prefetch_code(graph_to_json(g), plan)
+    return mask, g, plan
 
 
 def _root(x: np.ndarray) -> np.ndarray:

@@ -13,6 +13,7 @@ The last two stages happen in CompiledModel (compiled.py), which saving reuses (
 from __future__ import annotations
 
 from tscript_runtime.dtypes import is_float
+from tscript_runtime.gc_paused import gc_paused
 
 from .._tensor import Tensor
 from ..frontend.modules import ScriptFunction, ScriptModule, _attr_tree, to_arrays
@@ -23,7 +24,6 @@ from ..ir.passes.shape_propagation import mark_dynamic
 from ..ir.types import TensorType, tensor_type
 from .binding import binder_of
 from .compiled import CompiledModel, CompiledTrainingModel
-from .gc_paused import gc_paused
 from .stages import optimize_for_codegen
 from .tracing import trace
 

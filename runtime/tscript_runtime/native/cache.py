@@ -49,15 +49,19 @@ def cache_key(*parts: str) -> str:
     return h.hexdigest()
 
 
+def lookup(key: str) -> tuple[bytes, set[str]] | None:
+    """(object code, imported functions) of an intact entry for `key`, or None."""
+    return _read(os.path.join(cache_dir(), key + ".o"))
+
+
 def cached_object(key: str, emit) -> tuple[bytes, set[str]]:
     """(object code, imported functions) for `key`: from the cache when an intact entry is there,
     else `emit()` (which returns the same pair), stored for next time."""
-    path = os.path.join(cache_dir(), key + ".o")
-    found = _read(path)
+    found = lookup(key)
     if found is not None:
         return found
     obj, imports = emit()
-    _write(path, obj, imports)
+    _write(os.path.join(cache_dir(), key + ".o"), obj, imports)
     return obj, imports
 
 

@@ -38,7 +38,12 @@ def declared_functions(module) -> set[str]:
 def imports_of(module, obj: bytes) -> set[str]:
     """What the object code emitted from `module` imports when linked: its declared functions and,
     for ELF objects, every undefined symbol (LLVM may lower an intrinsic to a libm call)."""
-    return declared_functions(module) | (undefined_symbols(obj) if elf.is_elf64(obj) else set())
+    return imports_of_declared(declared_functions(module), obj)
+
+
+def imports_of_declared(declared: set[str], obj: bytes) -> set[str]:
+    """`imports_of` for a module declaring the functions `declared`."""
+    return declared | (undefined_symbols(obj) if elf.is_elf64(obj) else set())
 
 
 def undefined_symbols(obj: bytes) -> set[str]:
@@ -59,10 +64,13 @@ def blas_library() -> str | None:
 def external_addresses(names: set[str]) -> dict[str, int]:
     """Addresses for the externals an object needs (libm from the process, BLAS from numpy's lib)."""
     out = {}
+    wanted = names & LIBRARY_FUNCTIONS
+    if wanted:
+        from .library import addresses
+        found = addresses(wanted)
     for name in names:
         if name in LIBRARY_FUNCTIONS:
-            from .library import addresses
-            out[name] = addresses()[name]
+            out[name] = found[name]
         elif name in BLAS_SYMBOLS:
             out[name] = _address(_blas(), BLAS_SYMBOLS[name])
         else:  # libm and libc, from the process

@@ -1,8 +1,10 @@
 """The kernel library: native functions any compiled model may call (GEMMs for few rows, a packed GEMM
 for many (packed_gemm.py), im2col,
-max-pooling, depthwise convolution, running a kernel's two halves at once on a native worker thread). They are the same for every model, so they are built once — one LLVM module, compiled
-for this CPU through the on-disk object cache, linked once per process — and models' code imports
-them by name, like the BLAS. The names carry the ABI, so a changed signature must get a new name.
+max-pooling, depthwise convolution, running a kernel's two halves at once on a native worker thread).
+They are the same for every model, so they are built once — in parts (parts.py), each compiled for
+this CPU through the on-disk object cache the first time a model needs one of its functions, linked
+once per process — and models' code imports them by name, like the BLAS. The names carry the ABI, so
+a changed signature must get a new name.
 
 Importing this package needs no llvmlite; building or declaring a function does.
 """
@@ -41,7 +43,7 @@ FUNCTIONS = {
 NAMES = frozenset(FUNCTIONS)
 _POOL = ("tscript_pool_worker", "tscript_pool_reset", "tscript_pool_hold")  # for this package, not models' code
 _PARALLEL2 = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 7)
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entered: linking a part resolves its imports through addresses()
 _state: dict = {}
 
 
@@ -58,49 +60,46 @@ def declare(module, name: str):
     return ir.Function(module, ir.FunctionType(ir.VoidType(), args), name)
 
 
-def _module():
-    """The llvmlite module defining every library function."""
-    import importlib
-
-    import numpy as np
-    from llvmlite import ir
-
-    from ..target import host
-    module = ir.Module("tscript_library")
-    module.triple = host()["triple"]
-    for name, (builder, function, _) in FUNCTIONS.items():
-        define = getattr(importlib.import_module(f"{__name__}.{builder}"), function)
-        if builder in ("gemm", "parallel", "packed_gemm"):
-            define(module)
-        else:
-            define(module, np.float32 if name.endswith("f32") else np.float64)
-    return module
-
-
-def library_ir() -> str:
-    """The LLVM IR of every library function."""
-    return str(_module())
-
-
-def addresses() -> dict[str, int]:
-    """The library linked into this process (compiled, or from the object cache, the first time):
-    name -> address."""
+def addresses(names=None) -> dict[str, int]:
+    """name -> address of library functions linked into this process, `names` among them (all when
+    None): their parts (parts.py) are linked the first time, compiled or from the object cache."""
+    from . import parts
+    wanted = {parts.part_of(n) for n in (FUNCTIONS if names is None else names)}
     with _lock:
-        if "library" not in _state:
-            from ..cache import cache_key, cached_object
-            from ..link import NativeLibrary, imports_of
-            from ..target import optimize_and_emit
+        linked = _state.setdefault("parts", {})
+        missing = wanted - set(linked)
+        if missing:
+            first = max(missing, key=lambda p: parts.COST.get(p, 1))
+            if len(missing) > 1:
+                parts.prefetch(missing, here=first)  # the others on the other core meanwhile
+            for part in [first] + sorted(missing - {first}):
+                _link(part, linked)
+        return _state.setdefault("addresses", {})
 
-            def emit():
-                module = _module()
-                obj = optimize_and_emit(str(module))
-                return obj, imports_of(module, obj)
-            obj, imports = cached_object(cache_key("library"), emit)
-            exports = sorted(NAMES) + list(_POOL)
-            library = NativeLibrary(obj, exports, imports)
-            _state["library"] = library  # kept alive for the process
-            _state["addresses"] = {name: library.address(name) for name in exports}
-        return _state["addresses"]
+
+def prefetch(names) -> None:
+    """Start compiling, in child processes, the missing parts of library functions among `names`
+    (a model's code about to be compiled here calls them); returns at once."""
+    from . import parts
+    with _lock:
+        missing = {parts.part_of(n) for n in names if n in NAMES} - set(_state.get("parts", {}))
+    if missing:
+        parts.prefetch(missing)
+
+
+def _link(part: str, linked: dict) -> None:
+    """Link `part` (first the parts its code calls), under _lock."""
+    from ..link import NativeLibrary
+    from . import parts
+    if part in linked:
+        return
+    obj, imports = parts.object_of(part)
+    for dep in sorted({parts.part_of(n) for n in imports & NAMES} - {part}):
+        _link(dep, linked)
+    exports = parts.names_of(part) + (list(_POOL) if part == "parallel" else [])
+    library = NativeLibrary(obj, exports, imports)  # kept alive for the process
+    linked[part] = library
+    _state.setdefault("addresses", {}).update((name, library.address(name)) for name in exports)
 
 
 def parallel2():
@@ -108,7 +107,7 @@ def parallel2():
     time (once per process) unless `set_threads(1)` said otherwise."""
     run = _state.get("parallel2")
     if run is None:
-        found = addresses()
+        found = addresses(["tscript_parallel2"])
         with _lock:
             run = _state.get("parallel2")
             if run is None:
@@ -140,7 +139,7 @@ def _start_worker(found: dict) -> None:
 def _after_fork() -> None:
     """In a forked child the worker thread does not exist: forget it (the next split starts one)."""
     global _lock
-    _lock = threading.Lock()
+    _lock = threading.RLock()
     _state.pop("worker", None)
     if _state.pop("parallel2", None) is not None:
         ctypes.CFUNCTYPE(None)(_state["addresses"]["tscript_pool_reset"])()
