@@ -5,11 +5,13 @@
 
 A step is one `tscript_parallel2` launch (or one call, for small work or float64) of a part function
 per thread, each owning a range of hidden units: it computes those units' columns of the step's product
-s = h_prev @ W_hh^T, one GEMM per gate (the gate's rows of W_hh for its units are contiguous; the
-kernel library's register-blocked GEMM, BLAS for float64), then runs the cells of its units while they
-are in its cache: gates[t] (the input projection) + s + b_hh through the cell, h into hs[t] (the next
-step's h_prev) and, for the LSTM, c in place. Product, gates and bias share PyTorch's gate order.
-RECURRENT_SLOTS at dims; scratch holds s (B, G*H) and a zero bias for layers without one."""
+s = h_prev @ W_hh^T, one GEMM per gate, then runs the cells of its units while they are in its cache:
+gates[t] (the input projection) + s + b_hh through the cell, h into hs[t] (the next step's h_prev) and,
+for the LSTM, c in place. Product, gates and bias share PyTorch's gate order. For float32, W_hh^T is
+packed once per call into panels of 32 columns (library/recurrent_gemm.py: a gate's units are whole
+panels, and a 10-row x 32-column tile of s stays in registers); float64 runs BLAS on W_hh's rows.
+RECURRENT_SLOTS at dims; scratch holds s (B, G*H), a zero bias for layers without one and (float32) the
+packed W_hh^T, 64-byte aligned."""
 from __future__ import annotations
 
 from llvmlite import ir
@@ -19,11 +21,13 @@ from ..ops.recurrent import GATES
 from . import library
 from .blas import blas_function
 from .library.loops import counted
+from .library.packed_gemm import _intrinsic
 from .mathlib import float_function
 
 I1, I8, I32, I64, F64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.DoubleType()
 I8P = I8.as_pointer()
-UNITS = 16                # the two threads' units are cut at a multiple of this: one AVX-512 vector of float32
+UNITS = 32                # the two threads' units are cut at a multiple of this: a panel of the packed W_hh^T
+ALIGN = 64                # bytes: the packed W_hh^T starts on a cache line (its panels are stored aligned)
 ROW_MAJOR = 101
 # A step part's pointers: h_prev (its whole rows), its weight rows, its product columns, and, at its first
 # unit: gates[t], b_hh, h_t, c, h_prev.
@@ -31,9 +35,11 @@ PART = ("prev", "weight", "product", "gates", "bias", "h", "c", "prev_units")
 
 
 def scratch_bytes(batch: int, hidden: int, cell: str, itemsize: int) -> int:
-    """The bytes of scratch a call needs: the product and a zero bias."""
+    """The bytes of scratch a call needs: the product, a zero bias and (float32) the packed W_hh^T."""
+    from .library.recurrent_gemm import packed_floats
     width = GATES[cell] * hidden
-    return (batch * width + width) * itemsize
+    packed = GATES[cell] * packed_floats(hidden, hidden) * itemsize + ALIGN if itemsize == 4 else 0
+    return (batch * width + width) * itemsize + packed
 
 
 def recurrent_function(module: ir.Module, cell: str, fty) -> ir.Function:
@@ -61,6 +67,8 @@ def recurrent_function(module: ir.Module, cell: str, fty) -> ir.Function:
     if cell == "lstm":
         memcpy = module.declare_intrinsic("llvm.memcpy", [I8P, I8P, I64])
         b.call(memcpy, [c8, c0, b.mul(b.mul(d["B"], d["H"]), size), I1(0)])
+    if suffix == "f32":
+        w8 = _packed_weights(module, b, w8, b.gep(zeros, [b.mul(width, size)]), d["H"], g)
     state = b.mul(b.mul(d["B"], d["H"]), size)  # bytes of one step's h
     cut = b.mul(b.sdiv(d["H"], I64(2 * UNITS)), I64(UNITS))  # the second thread's first unit
     split = b.icmp_signed("!=", d["split"], I64(0))
@@ -87,6 +95,25 @@ def recurrent_function(module: ir.Module, cell: str, fty) -> ir.Function:
                 b.call(part_fn, [sizes, parts[0], dims, ir.Constant(F64.as_pointer(), None)])
     b.ret_void()
     return fn
+
+
+def _packed_weights(module: ir.Module, b: ir.IRBuilder, w8, after8, hidden, gates: int):
+    """Each gate's rows of W_hh packed as W^T's panels at the first cache line from `after8`; returns
+    where (a gate's panels `_gate_stride` floats apart, unit u's panel u*hidden floats into them)."""
+    fp = ir.FloatType().as_pointer()
+    mask = _intrinsic(module, "llvm.ptrmask.p0.i64", fp, [fp, I64])  # (declared as the packed GEMM does)
+    packed = b.call(mask, [b.bitcast(b.gep(after8, [I64(ALIGN - 1)]), fp), I64(-ALIGN)])
+    w = b.bitcast(w8, fp)
+    for k in range(gates):
+        b.call(library.declare(module, "tscript_rgemm_pack_f32"),
+               [b.gep(w, [b.mul(I64(k), b.mul(hidden, hidden))]), hidden, hidden, hidden,
+                b.gep(packed, [b.mul(I64(k), _gate_stride(b, hidden))])])
+    return b.bitcast(packed, I8P)
+
+
+def _gate_stride(b: ir.IRBuilder, hidden):
+    """Floats from one gate's packed W^T to the next's (recurrent_gemm.packed_floats in IR)."""
+    return b.mul(b.and_(b.add(hidden, I64(UNITS - 1)), I64(-UNITS)), hidden)
 
 
 def _fill(b: ir.IRBuilder, part, at: dict, unit, hidden, size) -> None:
@@ -118,12 +145,12 @@ def _step_part(module: ir.Module, cell: str, fty) -> ir.Function:
     d = {s: b.load(b.gep(dims, [I64(i)])) for i, s in enumerate(RECURRENT_SLOTS)}
     g, units, hidden = GATES[cell], b.load(sizes), d["H"]
     width = b.mul(hidden, I64(g))
-    for k in range(g):  # gate k's columns of the product: its units' rows of W_hh, contiguous
-        weight, product = b.gep(p["weight"], [b.mul(I64(k), b.mul(hidden, hidden))]), b.gep(p["product"], [
-            b.mul(I64(k), hidden)])
+    for k in range(g):  # gate k's columns of the product: its units' panels of W^T (float64: rows of W_hh)
+        stride = _gate_stride(b, hidden) if suffix == "f32" else b.mul(hidden, hidden)
+        weight, product = b.gep(p["weight"], [b.mul(I64(k), stride)]), b.gep(p["product"], [b.mul(I64(k), hidden)])
         if suffix == "f32":
-            b.call(library.declare(module, "tscript_gemm_nt_f32"),
-                   [p["prev"], weight, product, d["B"], units, hidden, hidden, hidden, width, I1(0)])
+            b.call(library.declare(module, "tscript_rgemm_f32"),
+                   [d["B"], units, hidden, p["prev"], hidden, weight, product, width])
         else:
             b.call(blas_function(module, "cblas_dgemm", F64),
                    [I32(ROW_MAJOR), I32(NO_TRANS), I32(TRANS), d["B"], units, hidden, F64(1.0), p["prev"], hidden,

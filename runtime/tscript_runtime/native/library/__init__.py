@@ -33,6 +33,8 @@ FUNCTIONS = {
     "tscript_max_pool2d_f32": ("conv", "define_max_pool2d", ["i64*", "f32*", "f32*"]),
     "tscript_max_pool2d_f64": ("conv", "define_max_pool2d", ["i64*", "f64*", "f64*"]),
     "tscript_erf_f32": ("unary", "define_erf", ["f32*", "f32*", "i64"]),
+    "tscript_rgemm_f32": ("recurrent_gemm", "define_rgemm", ["i64", "i64", "i64", "f32*", "i64", "f32*", "f32*", "i64"]),
+    "tscript_rgemm_pack_f32": ("recurrent_gemm", "define_rgemm", ["f32*", "i64", "i64", "i64", "f32*"]),
     "tscript_parallel2": ("parallel", "define_pool", ["i8*", "i64*", "i8*", "i64*", "i8*", "i64*", "f64*"]),
     "tscript_sgemm_f32": ("packed_gemm", "define_sgemm", ["i32", "i32", "i64", "i64", "i64", "f32*", "i64", "f32*",
                                                           "i64", "f32", "f32*", "i64", "f32*"]),

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import threading
 
-UNTYPED = ("gemm", "parallel", "packed_gemm", "implicit_gemm")  # builders taking no dtype
+UNTYPED = ("gemm", "parallel", "packed_gemm", "implicit_gemm", "recurrent_gemm")  # builders taking no dtype
 PART_OF = {"implicit_gemm": "packed_gemm", "im2col_parts": "conv"}  # builder -> the part its code lives in
 COST = {"packed_gemm": 5, "conv_f32": 2, "conv_f64": 2, "depthwise_f32": 2, "depthwise_f64": 2, "gemm": 1}
 _lock = threading.Lock()
