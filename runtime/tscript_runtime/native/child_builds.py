@@ -20,6 +20,7 @@ import sys
 import threading
 
 _building: dict = {}  # cache key -> the Popen building it
+WAIT_SECONDS = 600   # a child still compiling after this long is stopped (the GPT's backward takes ~1 s)
 _lock = threading.Lock()
 
 _LIBRARY = "import sys; from tscript_runtime.native.library.parts import build; build(sys.argv[1:])"
@@ -52,7 +53,11 @@ def wait_for(key: str) -> bool:
         child = _building.get(key)
     if child is None:
         return False
-    child.wait()
+    try:
+        child.wait(timeout=WAIT_SECONDS)
+    except subprocess.TimeoutExpired:  # stuck: the caller compiles the code itself
+        child.kill()
+        child.wait()
     with _lock:
         for k in [k for k, c in _building.items() if c is child]:
             del _building[k]

@@ -223,13 +223,13 @@ def _c():
 def _map(size: int) -> tuple[int, int]:
     address = _c().mmap(None, size, _PROT_READ | _PROT_WRITE, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
     if address in (None, ctypes.c_void_p(-1).value):
-        raise MemoryError(f"mmap of {size} bytes for native code failed (errno {ctypes.get_errno()})")
+        raise Unsupported(f"mmap of {size} bytes for native code failed (errno {ctypes.get_errno()})")
     return address, size
 
 
 def _mprotect(address: int, size: int, prot: int) -> None:
-    if _c().mprotect(address, size, prot) != 0:
-        raise OSError(ctypes.get_errno(), "mprotect of native code failed")
+    if _c().mprotect(address, size, prot) != 0:  # (a policy forbidding executable anonymous memory)
+        raise Unsupported(f"mprotect of native code failed (errno {ctypes.get_errno()})")
 
 
 def _munmap(address: int, size: int) -> None:
