@@ -88,6 +88,20 @@ def test_an_unresolved_external_is_unsupported(obj):
         placed(obj, {})
 
 
+def test_constructors_are_unsupported():
+    """Code that would have to run when loaded (a global constructor) is left to LLVM's linker."""
+    source = SOURCE + """
+@llvm.global_ctors = appending global [1 x { i32, ptr, ptr }] [{ i32, ptr, ptr } { i32 65535, ptr @init, ptr null }]
+define internal void @init() {
+  store volatile i64 41, ptr @counter
+  ret void
+}
+"""
+    from tscript_runtime.native.link import external_addresses
+    with pytest.raises(object_loader.Unsupported, match="init_array|ctors"):
+        placed(optimize_and_emit(source), external_addresses({"sqrt", "memset"}))
+
+
 @pytest.mark.parametrize("damage", ["truncated", "machine", "section_offset", "relocation_symbol", "relocation_kind"])
 def test_damaged_objects_are_refused(obj, damage):
     from tscript_runtime.native.link import external_addresses

@@ -28,6 +28,8 @@ _GOT = (_R_GOTPCREL, _R_GOTPCRELX, _R_REX_GOTPCRELX)
 _FIELDS = {_R_64: "<Q", _R_PC64: "<q", _R_PC32: "<i", _R_PLT32: "<i", _R_32: "<I", _R_32S: "<i",
            **{k: "<i" for k in _GOT}}
 _STUB = 8  # bytes: jmp qword ptr [rip + disp32] (6) and padding
+_SHT_RUN_AT_LOAD = (14, 15, 16)  # SHT_INIT_ARRAY, SHT_FINI_ARRAY, SHT_PREINIT_ARRAY
+_SHF_TLS = 0x400
 
 
 class Unsupported(Exception):
@@ -105,6 +107,10 @@ class _Layout:
         return bool(s.flags & elf.SHF_ALLOC) and s.name != ".eh_frame" and s.size > 0
 
     def _check_symbols(self) -> None:
+        for s in self.sections:  # code that would have to run at load, or thread-local data: not ours
+            if s.kind in _SHT_RUN_AT_LOAD or s.flags & _SHF_TLS or s.name.startswith((".init", ".fini", ".ctors",
+                                                                                     ".dtors", ".preinit")):
+                raise Unsupported(f"section {s.name!r}")
         for s in self.symbols:
             if s.section not in (elf.SHN_UNDEF, elf.SHN_ABS) and s.section >= len(self.sections):
                 raise Unsupported(f"symbol {s.name!r} in special section {s.section:#x}")
