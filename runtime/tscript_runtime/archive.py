@@ -49,6 +49,7 @@ import re
 import secrets
 import shutil
 import struct
+import threading
 import time
 import tokenize
 import zipfile
@@ -81,7 +82,7 @@ class Archive:
     source: str
     manifest: dict
     members: dict
-    pending: concurrent.futures.Future | None = None
+    pending: "_Checks | None" = None
 
     def verify(self) -> None:
         """Wait for the deferred checksums; a ModelError if one does not match."""
@@ -349,12 +350,37 @@ def _read_members(zf: zipfile.ZipFile, name: str, listing: dict, defer: bool) ->
     else:
         with concurrent.futures.ThreadPoolExecutor(2) as pool:  # hashlib releases the GIL
             list(pool.map(check, now, now.values()))
-    if not later:
-        return members, None
-    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tscript-checksums")
-    pending = pool.submit(lambda: list(map(check, later, later.values())))
-    pool.shutdown(wait=False)
-    return members, pending
+    return members, (_Checks(check, later) if later else None)
+
+
+class _Checks:
+    """Checksums computed on a thread of their own, largest member first, while the caller goes on;
+    `result()` checks the members still waiting on the caller's thread too (so both cores hash once the
+    caller is done) and raises the first mismatch."""
+
+    def __init__(self, check, members: dict):
+        self._check, self._errors = check, []
+        self._waiting = sorted(members.items(), key=lambda item: len(item[1]))  # popped from the end
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._work, name="tscript-checksums", daemon=True)
+        self._thread.start()
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                if not self._waiting:
+                    return
+                member, data = self._waiting.pop()
+            try:
+                self._check(member, data)
+            except ModelError as e:
+                self._errors.append(e)
+
+    def result(self) -> None:
+        self._work()
+        self._thread.join()
+        if self._errors:
+            raise self._errors[0]
 
 
 _PARALLEL_BYTES = 1 << 23
