@@ -20,17 +20,60 @@ MAGIC = b"tscript-object 1\n"
 
 def code_digest() -> str:
     """A hash of this runtime's code (every module of the package): part of every key, so that code
-    emitted by another version of the emitter is never taken for this one's."""
+    emitted by another version of the emitter is never taken for this one's. Remembered in the cache
+    directory under the files' identities (path, inode, size, modification and change times: any
+    write changes the change time), so a process reads the ~120 files only when one changed."""
     if not _digest:
         package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        h = hashlib.sha256()
-        for root, dirs, files in os.walk(package):
-            dirs.sort()
-            for name in sorted(f for f in files if f.endswith(".py")):
-                with open(os.path.join(root, name), "rb") as f:
-                    h.update(os.path.relpath(os.path.join(root, name), package).encode() + b"\0" + f.read())
-        _digest.append(h.hexdigest())
+        files = _sources(package)
+        stamp = hashlib.sha256(repr([(name, _identity(path)) for name, path in files]).encode()).hexdigest()
+        remembered = os.path.join(cache_dir(), f"code-{stamp}.sha256")
+        try:
+            with open(remembered, encoding="ascii") as f:
+                digest = f.read(64)
+        except OSError:
+            digest = ""
+        if len(digest) != 64 or not all(c in "0123456789abcdef" for c in digest):
+            digest = _hash_sources(files)
+            _write_text(remembered, digest)
+        _digest.append(digest)
     return _digest[0]
+
+
+def _sources(package: str) -> list[tuple[str, str]]:
+    """(name relative to the package, path) of every module, in a fixed order."""
+    out = []
+    for root, dirs, files in os.walk(package):
+        dirs.sort()
+        for name in sorted(f for f in files if f.endswith(".py")):
+            path = os.path.join(root, name)
+            out.append((os.path.relpath(path, package), path))
+    return out
+
+
+def _identity(path: str) -> tuple:
+    st = os.stat(path)
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _hash_sources(files: list) -> str:
+    h = hashlib.sha256()
+    for name, path in files:
+        with open(path, "rb") as f:
+            h.update(name.encode() + b"\0" + f.read())
+    return h.hexdigest()
+
+
+def _write_text(path: str, text: str) -> None:
+    """Write atomically; an unwritable cache directory is no error."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+        with open(tmp, "w", encoding="ascii") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 _digest: list = []
