@@ -428,10 +428,15 @@ def _plan_conv(step: WindowStep, env: dict, x, args: list) -> list:
         scratch, pack = scratch_bytes(dict(zip(GEOMETRY, geometry)), x.itemsize), 0
     else:  # im2col columns (none for a 1x1 stride-1 unpadded convolution: its input is them), GEMM panels;
         # small images several at a time: their columns side by side, then the product's (O, images*L)
-        from .native.library.conv import PACKED_FROM, images_per_gemm
+        # (none either where the GEMM packs its columns straight from the image: then the scratch holds only
+        # the batched product)
+        from .native.library.conv import PACKED_FROM, images_per_gemm, implicit_columns, packs_from_image
         images = images_per_gemm(x.shape[0] if x.ndim == 4 else 1, groups, length)
         pointwise = kernel == (1, 1) and tuple(g.stride) == (1, 1) and tuple(g.padding) == (0, 0)
-        scratch = (k + o) * images * length * x.itemsize if images > 1 else 0 if pointwise else k * length * x.itemsize
+        implicit = implicit_columns(x.dtype) and packs_from_image(kernel, g.stride[1], o, images * length)
+        columns = 0 if implicit else k
+        scratch = (columns + o) * images * length * x.itemsize if images > 1 else \
+            0 if pointwise else columns * length * x.itemsize
         few = 3 <= o <= min(step.small_m, PACKED_FROM - 1)
         pack = _pack_bytes(o, images * length, k) if x.dtype == np.float32 and not few else 0
     return geometry + [x.shape[0] if x.ndim == 4 else 1, o, k, length, groups, scratch, pack]

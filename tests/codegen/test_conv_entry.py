@@ -126,13 +126,15 @@ def test_batched_layers(n, c, out, size, kernel, stride, dtype):
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("packed_here", [True, False])
 def test_one_big_image_few_and_many_channels(out, bias, packed_here, monkeypatch, tmp_path):
-    """One image of 40x40 outputs (its im2col split over two threads): on hosts with the packed GEMM
-    every channel count takes it; elsewhere (`packed_here` False, code compiled afresh) 3..small_m
+    """One image of 40x40 outputs: on hosts with the packed GEMM every channel count takes it (its
+    columns packed from the image); elsewhere (`packed_here` False, code compiled afresh) 3..small_m
     output channels take the register-blocked GEMM (its column halves on two threads), others BLAS."""
     if not packed_here:
         from tscript_runtime.native import entry
+        from tscript_runtime.native.library import conv
         monkeypatch.setenv("TSCRIPT_CACHE_DIR", str(tmp_path))
         monkeypatch.setattr(entry, "packed_gemm_here", lambda: False)
+        monkeypatch.setattr(conv, "implicit_columns", lambda dtype: False)  # (im2col columns, then the product)
     rng = np.random.default_rng(out)
     x, w = rng.standard_normal((1, 12, 40, 40)), rng.standard_normal((out, 12, 3, 3))
     if bias:

@@ -8,9 +8,9 @@ once per process. Each returns None for what it does not cover (dtypes other tha
 GEMMs, a library that cannot be built here, empty tensors), and the numpy kernel runs instead.
 Matrix products and erf are in `eager_math.py`.
 
-A convolution is, per image and group, im2col into a scratch (K, L) (a 1x1 stride-1 unpadded
-convolution reads the image itself) and the packed GEMM `out (O, L) = W (O, K) @ col` into the
-output, whose rows hold the bias first; one input channel per group goes to the direct depthwise
+A convolution is, per image and group, the packed GEMM `out (O, L) = W (O, K) @ col` into the
+output, whose rows hold the bias first, its columns packed straight from the image (implicit im2col;
+a 1x1 stride-1 unpadded convolution reads the image itself); one input channel per group goes to the direct depthwise
 kernel, which also sums average pooling's windows. Scratch buffers are per thread (the ctypes calls
 release the GIL).
 """
@@ -32,6 +32,7 @@ _SIGNATURES = {
     "tscript_max_pool2d_f32": (_P, _P, _P),
     "tscript_max_pool2d_f64": (_P, _P, _P),
     "tscript_sgemm_f32": (_I32, _I32, _I64, _I64, _I64, _P, _I64, _P, _I64, _F32, _P, _I64, _P),
+    "tscript_sgemm_conv_f32": (_I64, _I64, _I64, _P, _I64, _P, _P, _I64, _F32, _P, _I64, _P, _P, _P),
     "tscript_depthwise2d_f32": (_P, _P, _P, _P),
     "tscript_depthwise2d_f64": (_P, _P, _P, _P),
     "tscript_parallel2": (_P,) * 7,
@@ -72,6 +73,7 @@ class _Library:
                    for name, args in _SIGNATURES.items() if name in addresses}
         if not packed_gemm:  # it is tuned for 32 vector registers: elsewhere numpy's BLAS is faster
             self.fn.pop("tscript_sgemm_f32", None)
+            self.fn.pop("tscript_sgemm_conv_f32", None)
 
 
 def functions() -> _Library | None:
@@ -119,25 +121,33 @@ def conv2d(x, weight, bias, stride, padding, dilation, groups: int, out):
 
 
 def _by_columns(lib: _Library, x, weight, bias, dims: tuple, groups: int, y) -> None:
-    """Per image and group: im2col, then out rows (bias or nothing) += W @ columns."""
+    """Per image and group: out rows (bias or nothing) += W @ columns, the columns the image itself
+    (1x1 stride-1 unpadded), packed straight from it by the implicit-im2col GEMM where that measured
+    faster (library.conv.packs_from_image), else im2col'd into a scratch first."""
     (n, c, h, w), (o, cg, kh, kw), (oh, ow) = x.shape, weight.shape, y.shape[2:]
     og, k, length = o // groups, cg * kh * kw, oh * ow
     pointwise = kh == kw == 1 and dims[5:9] == (1, 1, 0, 0)
-    buffers = _scratch(0 if pointwise else k * length, lib.pack_bytes(og, length, k))
+    from .library.conv import packs_from_image
+    implicit = lib.fn.get("tscript_sgemm_conv_f32") if packs_from_image((kh, kw), dims[6], og, length) else None
+    buffers = _scratch(0 if pointwise or implicit else k * length, lib.pack_bytes(og, length, k))
     col, pack = (_address(a) for a in buffers)
     if bias is not None:
         y.reshape(n, o, length)[:] = bias[:, None]
     beta = 0.0 if bias is None else 1.0
-    columns = None if pointwise else _Columns(lib, dims, "f32")
+    columns = None if pointwise or implicit else _Columns(lib, dims, "f32")
+    geo = np.array(dims, np.int64)
     sgemm = lib.fn["tscript_sgemm_f32"]
     xa, wa, ya = _address(x), _address(weight), _address(y)
     for i in range(n):
         for g in range(groups):
-            image = xa + 4 * (i * c + g * cg) * h * w
+            image, wg, yg = xa + 4 * (i * c + g * cg) * h * w, wa + 4 * g * og * k, ya + 4 * (i * o + g * og) * length
+            if implicit:
+                implicit(og, length, k, wg, k, _address(geo), image, cg * h * w, beta, yg, length, pack, None, None)
+                continue
             if columns is not None:
                 columns(image, col)
-            sgemm(NO_TRANS, NO_TRANS, og, length, k, wa + 4 * g * og * k, k, image if columns is None else col, length,
-                  beta, ya + 4 * (i * o + g * og) * length, length, pack)
+            sgemm(NO_TRANS, NO_TRANS, og, length, k, wg, k, image if columns is None else col, length, beta, yg, length,
+                  pack)
 
 
 def conv_transpose2d(x, weight, bias, stride, padding, dilation, groups: int, out):

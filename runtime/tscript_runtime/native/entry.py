@@ -280,12 +280,14 @@ def _conv_function(module: ir.Module, function: str, dtype, small_m: int) -> ir.
     """`void <function>_<small_m>(i64* dims, i8* x, i8* w, i8* bias, i8* out, i8* col, i8* pack, i8* epilogue,
     i8* context)`, once per module: one input channel per group (depthwise) by the kernel library's direct kernel; one
     group and several small images (library.conv.images_per_gemm) by `_conv_batched`; else per image
-    and per group of channels, im2col into `col` (K, L) (a 1x1 stride-1 unpadded convolution reads the
-    image itself), `out` rows = bias, then out (O, L) += W (O, K) @ col (CONV_SLOTS at dims: C and O
-    count one group's channels), by `_conv_product` (float32: the kernel library's GEMMs, the packed
-    one's panels in `pack`; float64: BLAS). An `epilogue` (native/conv_epilogue.py; null: none) adds
-    the bias instead and runs on every finished block of the output (inside the packed GEMM and the
-    depthwise kernel, while the block is in cache; after the product or the copy elsewhere)."""
+    and per group of channels, `out` rows = bias, then out (O, L) += W (O, K) @ col (CONV_SLOTS at dims:
+    C and O count one group's channels): float32 on hosts with the packed GEMM by the implicit-im2col
+    GEMM, which packs col straight from the image (`_packs_from_image`: where it measured faster);
+    else im2col into `col` (K, L) (a 1x1 stride-1 unpadded convolution reads the image itself), then
+    `_conv_product` (float32: the kernel library's GEMMs, the packed one's panels in `pack`; float64:
+    BLAS). An `epilogue` (native/conv_epilogue.py; null: none) adds the bias instead and runs on every
+    finished block of the output (inside the packed GEMMs and the depthwise kernel, while the block is
+    in cache; after the product or the copy elsewhere)."""
     name = f"{function}_{small_m}"
     try:
         return module.get_global(name)
@@ -338,24 +340,32 @@ def _images_per_gemm(b: ir.IRBuilder, slot: dict):
 
 def _conv_batched(module, fn, b: ir.IRBuilder, dtype, small_m: int, slot: dict, images, args: list) -> None:
     """A one-group convolution of small images, `images` at a time: their im2col columns side by side
-    in `col` (K, images*L), one GEMM into the scratch after them (O, images*L), then each image's
-    (O, L) block copied to `out` plus the bias (small late layers: one GEMM of many columns instead of
-    one per image, whose edge panels waste much of the micro-kernel); each row, once copied, through
-    the epilogue (`finish`: function and context, or null)."""
+    in `col` (K, images*L) (or none: packed from the images), one GEMM into the scratch after them
+    (O, images*L), then each image's (O, L) block copied to `out` plus the bias (small late layers: one
+    GEMM of many columns instead of one per image, whose edge panels waste much of the micro-kernel);
+    each row, once copied, through the epilogue (`finish`: function and context, or null)."""
     dims_p, x, w, bias, has_bias, out, col, pack, finish = args
     fty = ir.FloatType() if dtype == np.float32 else F64
     o, k, length = slot["O"], slot["K"], slot["L"]
     image_in, image_out = b.mul(b.mul(slot["C"], slot["H"]), slot["W"]), b.mul(o, length)
-    product = b.gep(col, [b.mul(b.mul(k, images), length)])
+    implicit = _packs_from_image(b, dtype, slot, b.mul(images, length))  # (no columns: the product is all there is)
+    product = b.select(implicit, col, b.gep(col, [b.mul(b.mul(k, images), length)]))
     im2col = library.declare(module, f"tscript_im2col_ld_{_suffix(dtype)}")
     chunks = b.sdiv(b.add(slot["N"], b.sub(images, I64(1))), images)
     with counted(b, fn, I64(0), chunks, 1, "images") as chunk:
         first = b.mul(chunk, images)
         count = smin(b, images, b.sub(slot["N"], first))
         ld = b.mul(count, length)
-        with counted(b, fn, I64(0), count, 1, "columns") as i:
-            b.call(im2col, [dims_p, b.gep(x, [b.mul(b.add(first, i), image_in)]), b.gep(col, [b.mul(i, length)]), ld])
-        _conv_product(module, b, dtype, small_m, [o, ld, k, w, col, ld, product, ld], I1(0), pack)
+        with b.if_else(implicit) as (taps, columns):
+            with taps:
+                if dtype == np.float32:
+                    _implicit_product(module, b, [o, ld, k, w, dims_p, b.gep(x, [b.mul(first, image_in)]), image_in,
+                                                  product], I1(0), pack)
+            with columns:
+                with counted(b, fn, I64(0), count, 1, "columns") as i:
+                    b.call(im2col, [dims_p, b.gep(x, [b.mul(b.add(first, i), image_in)]),
+                                    b.gep(col, [b.mul(i, length)]), ld])
+                _conv_product(module, b, dtype, small_m, [o, ld, k, w, col, ld, product, ld], I1(0), pack)
         with counted(b, fn, I64(0), count, 1, "image") as i:
             image = b.gep(out, [b.mul(b.add(first, i), image_out)])
             with counted(b, fn, I64(0), o, 1, "channel") as c:
@@ -388,21 +398,53 @@ def _depthwise(module: ir.Module, b: ir.IRBuilder, dtype, dims_p, pointers: list
 
 
 def _conv_group(module, fn, b: ir.IRBuilder, dtype, small_m: int, slot: dict, args: list) -> None:
-    """One image's convolution for one group of channels: im2col (a 1x1 stride-1 unpadded convolution's
-    columns are the image itself), bias rows, GEMM (with the epilogue `finish`, or null)."""
+    """One image's convolution for one group of channels: bias rows, then the GEMM (with the epilogue
+    `finish`, or null) packing its columns from the image (`_packs_from_image`), or after im2col (a 1x1
+    stride-1 unpadded convolution's columns are the image itself)."""
     dims_p, x, w, bias, has_bias, out, col, pack, finish = args
     o, k, length = slot["O"], slot["K"], slot["L"]
     pointwise = _pointwise(b, slot)
-    with b.if_then(b.not_(pointwise)):
-        _im2col(module, b, dtype, slot, [dims_p, x, col])
-    col = b.select(pointwise, x, col)
     with b.if_then(has_bias):
         with counted(b, fn, I64(0), o, 1, "channel") as c:
             value = b.load(b.gep(bias, [c]))
             row = b.gep(out, [b.mul(c, length)])
             with counted(b, fn, I64(0), length, 1, "fill") as i:
                 b.store(value, b.gep(row, [i], inbounds=True))
-    _conv_product(module, b, dtype, small_m, [o, length, k, w, col, length, out, length], has_bias, pack, finish)
+    with b.if_else(_packs_from_image(b, dtype, slot, length)) as (taps, columns):
+        with taps:
+            if dtype == np.float32:
+                image = b.mul(b.mul(slot["C"], slot["H"]), slot["W"])
+                _implicit_product(module, b, [o, length, k, w, dims_p, x, image, out], has_bias, pack, finish)
+        with columns:
+            with b.if_then(b.not_(pointwise)):
+                _im2col(module, b, dtype, slot, [dims_p, x, col])
+            col = b.select(pointwise, x, col)
+            _conv_product(module, b, dtype, small_m, [o, length, k, w, col, length, out, length], has_bias, pack,
+                          finish)
+
+
+def _packs_from_image(b: ir.IRBuilder, dtype, slot: dict, columns):
+    """library.conv's implicit_columns and packs_from_image in IR (the planner sized the scratch by them):
+    does the product of `columns` columns pack them straight from the image?"""
+    from .library.conv import implicit_columns
+    if not implicit_columns(dtype):
+        return I1(0)
+    one_by_one = b.and_(b.icmp_signed("==", slot["kh"], I64(1)), b.icmp_signed("==", slot["kw"], I64(1)))
+    wide = b.or_(b.icmp_signed("==", slot["sw"], I64(1)), b.icmp_signed(">=", columns, slot["O"]))
+    return b.and_(b.not_(one_by_one), wide)
+
+
+def _implicit_product(module, b: ir.IRBuilder, args: list, accumulate, pack, finish: tuple | None = None) -> None:
+    """C (M, N) (+)= W (M, K) @ the im2col columns of the images at x, never written out: the kernel
+    library's packed GEMM packing them straight from the images (`args`: M, N, K, W, the geometry,
+    x, the distance between x's images, C, its rows N apart; `accumulate`: i1; `finish`: an epilogue
+    and its context, run on each finished block of C)."""
+    m, n, k, w, geo, x, image, out = args
+    null = ir.Constant(I8P, None)
+    beta = b.select(accumulate, ir.FloatType()(1.0), ir.FloatType()(0.0))
+    b.call(library.declare(module, "tscript_sgemm_conv_f32"),
+           [m, n, k, w, k, geo, x, image, beta, out, n, b.bitcast(pack, ir.FloatType().as_pointer()),
+            *(finish or (null, null))])
 
 
 def _finish(b: ir.IRBuilder, finish: tuple, c, rows, cols) -> None:

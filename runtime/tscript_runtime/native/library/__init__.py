@@ -1,5 +1,5 @@
 """The kernel library: native functions any compiled model may call (GEMMs for few rows, a packed GEMM
-for many (packed_gemm.py), im2col,
+for many (packed_gemm.py) and its implicit-im2col convolution (implicit_gemm.py), im2col,
 max-pooling, depthwise convolution, running a kernel's two halves at once on a native worker thread).
 They are the same for every model, so they are built once — in parts (parts.py), each compiled for
 this CPU through the on-disk object cache the first time a model needs one of its functions, linked
@@ -41,6 +41,8 @@ FUNCTIONS = {
     "tscript_sgemm_epilogue_f32": ("packed_gemm", "define_sgemm", ["i32", "i32", "i64", "i64", "i64", "f32*", "i64",
                                                                    "f32*", "i64", "f32", "f32*", "i64", "f32*", "i8*",
                                                                    "i8*"]),
+    "tscript_sgemm_conv_f32": ("implicit_gemm", "define_sgemm_conv", ["i64", "i64", "i64", "f32*", "i64", "i64*", "f32*",
+                                                                     "i64", "f32", "f32*", "i64", "f32*", "i8*", "i8*"]),
 }
 NAMES = frozenset(FUNCTIONS)
 _POOL = ("tscript_pool_worker", "tscript_pool_reset", "tscript_pool_hold")  # for this package, not models' code

@@ -24,7 +24,7 @@ from llvmlite import ir
 
 from ...entry_steps import GEOMETRY
 from .gemm import _intrinsic
-from .loops import carried, counted
+from .loops import carried, counted, smax, smin
 
 I32, I64 = ir.IntType(32), ir.IntType(64)
 VECTOR_BYTES = 64  # one AVX-512 register
@@ -49,6 +49,24 @@ def images_per_gemm(images: int, groups: int, length: int) -> int:
     per image and group) unless the convolution has one group and several small images."""
     return min(images, BATCH_COLUMNS // max(length, 1)) if groups == 1 and images > 1 and 2 * length <= \
         BATCH_COLUMNS else 1
+
+
+def implicit_columns(dtype) -> bool:
+    """Does the entry's convolution of `dtype` pack its GEMM's columns straight from the image
+    (implicit_gemm.py) instead of writing im2col columns first? float32 where the packed GEMM is the
+    one for products of many rows (AVX-512 hosts)."""
+    from ..target import host
+    return np.dtype(dtype) == np.float32 and "+avx512f" in host()["features"].split(",")
+
+
+def packs_from_image(kernel: tuple, stride_w: int, rows: int, columns: int) -> bool:
+    """Where `implicit_columns`: does a convolution's product of `rows` output channels and `columns`
+    columns pack them from the image? Not for a 1x1 kernel (its im2col is a strided copy of the input,
+    which the GEMM then reads in place), nor for a strided one whose rows outnumber its columns (the
+    product is cut by rows, both cores packing all of B: from the image that measured 5-13% slower
+    than im2col once, ResNet's 14x14 and 7x7 stride-2 layers). The entry's code decides the same
+    (native/entry.py `_packs_from_image`)."""
+    return tuple(kernel) != (1, 1) and (stride_w == 1 or columns >= rows)
 
 
 def define_im2col_ld(module: ir.Module, dtype) -> ir.Function:
@@ -123,15 +141,20 @@ class _Chunks:
         b = self.b
         return b.add(b.sub(b.mul(ow0, I64(self.stride) if self.span else self.stride), self.g.pw), offset)
 
-    def load(self, row, ow0, offset, row_inside, padding: float):
+    def load(self, row, ow0, offset, row_inside, padding: float, lanes=None):
         """The lanes' inputs `x[row + (ow0 + lane)*stride - pw + offset]`, or `padding` where that
-        column is outside the row or the row is outside the plane (`row_inside` false)."""
+        column is outside the row or the row is outside the plane (`row_inside` false). With `lanes`
+        (lo, hi), only lanes lo <= lane < hi read, the others are `padding` too (the piece of a vector
+        that lies in one output row: implicit_gemm.py)."""
         b, g, start = self.b, self.g, self.start(ow0, offset)
         if self.span is None:
-            return self._gather(row, start, row_inside, padding)
+            return self._gather(row, start, row_inside, padding, lanes)
         n = self.span
         # the elements k of the span with 0 <= start + k < W, none when the row is outside
-        mask = _interval(b, b.neg(start), b.select(row_inside, b.sub(g.W, start), I64(0)), n)
+        lo, hi = b.neg(start), b.select(row_inside, b.sub(g.W, start), I64(0))
+        if lanes is not None:  # (lane l reads element l*stride of the span)
+            lo, hi = smax(b, lo, b.mul(lanes[0], I64(self.stride))), smin(b, hi, b.mul(lanes[1], I64(self.stride)))
+        mask = _interval(b, lo, hi, n)
         vec = ir.VectorType(self.fty, n)
         masked = self._intrinsic("llvm.masked.load", vec, [self.fty.as_pointer(), I32, mask.type, vec], f".v{n}", "")
         return self._lanes(b.call(masked, [b.gep(self.x, [b.add(row, start)]), I32(self.align), mask,
@@ -150,12 +173,15 @@ class _Chunks:
             return span
         return self.b.shuffle_vector(span, ir.Constant(span.type, None), _numbers(range(0, self.span, 2)))
 
-    def _gather(self, row, start, row_inside, padding: float):
-        """Lane l reads x[row + start + l*stride] when that column is inside a row inside the plane."""
+    def _gather(self, row, start, row_inside, padding: float, owned=None):
+        """Lane l reads x[row + start + l*stride] when that column is inside a row inside the plane
+        (and, with `owned` (lo, hi), lo <= l < hi)."""
         b, lanes = self.b, self.lanes
         columns = b.add(_splat(b, start, lanes), b.mul(_splat(b, self.stride, lanes), _numbers(range(lanes), I64)))
         mask = b.icmp_unsigned("<", columns, _splat(b, self.g.W, lanes))
         mask = b.select(row_inside, mask, ir.Constant(mask.type, None))
+        if owned is not None:
+            mask = b.and_(mask, _interval(b, owned[0], owned[1], lanes))
         pointers = b.gep(_splat(b, self.x, lanes), [b.add(_splat(b, row, lanes), columns)], source_etype=self.fty)
         gather = self._intrinsic("llvm.masked.gather", self.vec, [pointers.type, I32, mask.type, self.vec],
                                  f".v{lanes}", f".v{lanes}")

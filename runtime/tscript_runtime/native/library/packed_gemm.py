@@ -116,8 +116,6 @@ class _Gemm:
 
     def __init__(self, module: ir.Module, blocking: Blocking, name: str):
         self.module, self.k, self.name = module, blocking, name
-        self.kernels: dict = {}
-        self.row_blocks: dict = {}
 
     def _defined(self, suffix: str):
         """The function `suffix` names if it is already defined, else None."""
@@ -158,11 +156,11 @@ class _Gemm:
         panel of B at `bp` (value (p, j) at bp[p*ldbp + j]: ldbp is NR in a packed panel). With
         `half`, the last vector is 8 floats: on a CPU with 256-bit FMA units (Zen 4) a 256-bit FMA
         costs half a 512-bit one, which N = 49 (7 x 7 pixels: 3 vectors and 1 column) spends 1/8 on."""
-        key = (mr, nv, half)
-        if key in self.kernels:
-            return self.kernels[key]
+        suffix = f"_kernel{mr}x{nv}{'h' if half else ''}"
+        if self._defined(suffix):  # (by this blocking's other entry points: the kernels are shared)
+            return self._defined(suffix)
         k = self.k
-        fn, b = self._function(f"_kernel{mr}x{nv}{'h' if half else ''}", [I64, FP, I64, FP, I64, FP, I64, I64, I1, F32])
+        fn, b = self._function(suffix, [I64, FP, I64, FP, I64, FP, I64, I64, I1, F32])
         for arg in (fn.args[1], fn.args[3], fn.args[5]):
             arg.add_attribute("noalias")
         kc, a, lda, bp, ldbp, c, ldc, ncols, load_c, scale = fn.args
@@ -192,7 +190,6 @@ class _Gemm:
                 with branch:
                     self._store_tile(b, c, ldc, mr, widths, accs, ncols, scale if loads else None)
         b.ret_void()
-        self.kernels[key] = fn
         return fn
 
     def _store_tile(self, b, c, ldc, mr, widths, accs, ncols, scale) -> None:
@@ -322,8 +319,8 @@ class _Gemm:
         """`rows(kc, nc, a, lda, bp, ldbp, step, edge, c, ldc, load_c, scale)`: mr rows of C times a
         kc x nc block of B: its whole panels at bp + t*step (rows ldbp apart), then the packed last
         one's vectors at `edge`."""
-        if mr in self.row_blocks:
-            return self.row_blocks[mr]
+        if self._defined(f"_rows{mr}"):
+            return self._defined(f"_rows{mr}")
         k = self.k
         fn, b = self._function(f"_rows{mr}", [I64, I64, FP, I64, FP, I64, I64, FP, FP, I64, I1, F32])
         kc, nc, a, lda, bp, ldbp, step, edge, c, ldc, load_c, scale = fn.args
@@ -337,7 +334,6 @@ class _Gemm:
         _switch(b, fn, halves, range(1, 2 * k.nv + 1),
                 lambda h: b.call(self.kernel(mr, (h + 1) // 2, h % 2 == 1), args))
         b.ret_void()
-        self.row_blocks[mr] = fn
         return fn
 
     def driver(self) -> ir.Function:
@@ -349,12 +345,7 @@ class _Gemm:
         k = self.k
         fn, b = self._function("_driver", [I1, I1, I64, I64, I64, FP, I64, FP, I64, F32, FP, I64, FP, I8P, I8P])
         ta, tb, m, n, kk, a, lda, bm, ldb, beta, c, ldc, pack, epilogue, context = fn.args
-        has_epilogue = b.icmp_unsigned("!=", epilogue, ir.Constant(I8P, None))
-        epilogue_fn = b.bitcast(epilogue, EPILOGUE.as_pointer())
-        kc_max = b.select(b.icmp_signed("<", kk, I64(k.kc)), kk, I64(k.kc))
-        nc_max = smin(b, b.and_(b.add(n, I64(k.nr - 1)), I64(-k.nr)), I64(k.nc))
-        a_panel = b.gep(pack, [b.mul(kc_max, nc_max)])
-        whole = b.sub(m, b.urem(m, I64(k.mr)))
+        a_panel = self.a_panel(b, n, kk, pack)
         with counted(b, fn, I64(0), n, k.nc, "jc") as jc:
             nc = smin(b, b.sub(n, jc), I64(k.nc))
             with counted(b, fn, I64(0), kk, k.kc, "pc") as pc:
@@ -369,31 +360,53 @@ class _Gemm:
                 panels = [b.select(in_place, b_block, pack), b.select(in_place, ldb, I64(k.nr)),
                           b.select(in_place, I64(k.nr), b.mul(kc, I64(k.nr))),
                           b.select(in_place, pack, b.gep(pack, [b.mul(cols, kc)]))]
-                first = b.icmp_signed("==", pc, I64(0))
-                load_c = b.or_(b.icmp_signed(">", pc, I64(0)), b.fcmp_unordered("!=", beta, F32(0.0)))
-                scale = b.select(first, beta, F32(1.0))
-                c_block = b.gep(c, [jc])
-
-                def block(ir_, mr):  # a transposed A's rows are packed, a row-major A's read in place
-                    a_rows = b.gep(a, [b.select(ta, b.add(b.mul(pc, lda), ir_), b.add(b.mul(ir_, lda), pc))])
-                    with b.if_then(ta):
-                        b.call(self.pack_a(), [a_rows, lda, mr, kc, a_panel])
-                    return [kc, nc, b.select(ta, a_panel, a_rows), b.select(ta, kc, lda), *panels,
-                            b.gep(c_block, [b.mul(ir_, ldc)]), ldc, load_c, scale]
-                finished = b.and_(has_epilogue, b.icmp_signed(">=", b.add(pc, kc), kk))
-
-                def finish(ir_, mr):  # the block is final: through the epilogue while it is in L1
-                    with b.if_then(finished):
-                        b.call(epilogue_fn, [context, b.gep(c_block, [b.mul(ir_, ldc)]), mr, nc, ldc])
-                with counted(b, fn, I64(0), whole, k.mr, "ir") as ir_:
-                    b.call(self.row_block(k.mr), block(ir_, I64(k.mr)))
-                    finish(ir_, I64(k.mr))
-                with b.if_then(b.icmp_signed("<", whole, m)):
-                    args = block(whole, b.sub(m, whole))
-                    _switch(b, fn, b.sub(m, whole), range(1, k.mr), lambda mr: b.call(self.row_block(mr), args))
-                    finish(whole, b.sub(m, whole))
+                self.row_blocks(fn, b, [m, kk, pc, kc, nc, ta, a, lda, a_panel], panels,
+                                [b.gep(c, [jc]), ldc, beta], (epilogue, context))
         b.ret_void()
         return fn
+
+    def row_blocks(self, fn, b, sizes: list, panels: list, c_args: list, finish: tuple) -> None:
+        """Every MR rows of C's block (`c_args`: C's block, ldc, beta) times B's kc x nc block
+        (`panels`: row_block's bp, ldbp, step, edge) at step pc of K (`sizes`: M, K, pc, kc, nc, ta, A,
+        lda, A's panel): a transposed A's rows packed first, a row-major A's read in place; after the
+        last step of K, each finished block through the epilogue (`finish`: function, context; null:
+        none) while it is in L1."""
+        k = self.k
+        m, kk, pc, kc, nc, ta, a, lda, a_panel = sizes
+        c_block, ldc, beta = c_args
+        epilogue, context = finish
+        first = b.icmp_signed("==", pc, I64(0))
+        load_c = b.or_(b.icmp_signed(">", pc, I64(0)), b.fcmp_unordered("!=", beta, F32(0.0)))
+        scale = b.select(first, beta, F32(1.0))
+        whole = b.sub(m, b.urem(m, I64(k.mr)))
+
+        def block(ir_, mr):
+            a_rows = b.gep(a, [b.select(ta, b.add(b.mul(pc, lda), ir_), b.add(b.mul(ir_, lda), pc))])
+            with b.if_then(ta):
+                b.call(self.pack_a(), [a_rows, lda, mr, kc, a_panel])
+            return [kc, nc, b.select(ta, a_panel, a_rows), b.select(ta, kc, lda), *panels,
+                    b.gep(c_block, [b.mul(ir_, ldc)]), ldc, load_c, scale]
+        has_epilogue = b.icmp_unsigned("!=", epilogue, ir.Constant(I8P, None))
+        finished = b.and_(has_epilogue, b.icmp_signed(">=", b.add(pc, kc), kk))
+
+        def finish_rows(ir_, mr):
+            with b.if_then(finished):
+                b.call(b.bitcast(epilogue, EPILOGUE.as_pointer()), [context, b.gep(c_block, [b.mul(ir_, ldc)]), mr,
+                                                                    nc, ldc])
+        with counted(b, fn, I64(0), whole, k.mr, "ir") as ir_:
+            b.call(self.row_block(k.mr), block(ir_, I64(k.mr)))
+            finish_rows(ir_, I64(k.mr))
+        with b.if_then(b.icmp_signed("<", whole, m)):
+            args = block(whole, b.sub(m, whole))
+            _switch(b, fn, b.sub(m, whole), range(1, k.mr), lambda mr: b.call(self.row_block(mr), args))
+            finish_rows(whole, b.sub(m, whole))
+
+    def a_panel(self, b, n, kk, pack):
+        """Where a transposed A's micro-panel goes in `pack`: after B's largest block."""
+        k = self.k
+        kc_max = smin(b, kk, I64(k.kc))
+        nc_max = smin(b, b.and_(b.add(n, I64(k.nr - 1)), I64(-k.nr)), I64(k.nc))
+        return b.gep(pack, [b.mul(kc_max, nc_max)])
 
     # -- the entry point and its two halves ------------------------------------------------------
 
@@ -425,25 +438,12 @@ class _Gemm:
         return fn
 
     def define_entry(self, name: str) -> ir.Function:
-        k = self.k
         fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [I32, I32, I64, I64, I64, FP, I64, FP, I64, F32,
                                                                       FP, I64, FP, I8P, I8P]), name)
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         ta32, tb32, m, n, kk, a, lda, bm, ldb, beta, c, ldc, pack8, epilogue, context = fn.args
-        with b.if_then(b.or_(b.icmp_signed("<=", m, I64(0)), b.icmp_signed("<=", n, I64(0)))):
-            b.ret_void()
-        with b.if_then(b.icmp_signed("<=", kk, I64(0))):
-            _scale_c(b, fn, m, n, c, ldc, beta)
-            with b.if_then(b.icmp_unsigned("!=", epilogue, ir.Constant(I8P, None))):
-                b.call(b.bitcast(epilogue, EPILOGUE.as_pointer()), [context, c, m, n, ldc])
-            b.ret_void()
+        pack, wide, halves = self.prologue(fn, b, [m, n, kk, beta, c, ldc, pack8, epilogue, context])
         ta, tb = b.icmp_signed("!=", ta32, I32(NO_TRANS)), b.icmp_signed("!=", tb32, I32(NO_TRANS))
-        ptrmask = _intrinsic(self.module, "llvm.ptrmask.p0.i64", FP, [FP, I64])
-        pack = b.call(ptrmask, [b.gep(pack8, [I64(ALIGN // 4 - 1)]), I64(-ALIGN)])
-        work = b.mul(b.mul(m, n), kk)
-        wide = b.icmp_signed(">=", n, m)
-        halves = b.and_(b.icmp_signed(">=", work, I64(k.split_min)),
-                        b.icmp_signed(">=", b.select(wide, n, m), I64(2 * LANES)))
         with b.if_else(halves) as (split, alone):
             with split:
                 self._split(b, [ta, tb, m, n, kk, a, lda, bm, ldb, beta, c, ldc, pack, epilogue, context], wide)
@@ -451,6 +451,25 @@ class _Gemm:
                 b.call(self.driver(), [ta, tb, m, n, kk, a, lda, bm, ldb, beta, c, ldc, pack, epilogue, context])
         b.ret_void()
         return fn
+
+    def prologue(self, fn, b, args: list) -> tuple:
+        """An entry point's start (`args`: M, N, K, beta, C, ldc, pack, epilogue, context): return at
+        once for an empty C; for an empty K, C = beta C and the epilogue, then return. Else (pack
+        aligned, is N the larger side, do both halves run at once)."""
+        m, n, kk, beta, c, ldc, pack8, epilogue, context = args
+        with b.if_then(b.or_(b.icmp_signed("<=", m, I64(0)), b.icmp_signed("<=", n, I64(0)))):
+            b.ret_void()
+        with b.if_then(b.icmp_signed("<=", kk, I64(0))):
+            _scale_c(b, fn, m, n, c, ldc, beta)
+            with b.if_then(b.icmp_unsigned("!=", epilogue, ir.Constant(I8P, None))):
+                b.call(b.bitcast(epilogue, EPILOGUE.as_pointer()), [context, c, m, n, ldc])
+            b.ret_void()
+        ptrmask = _intrinsic(self.module, "llvm.ptrmask.p0.i64", FP, [FP, I64])
+        pack = b.call(ptrmask, [b.gep(pack8, [I64(ALIGN // 4 - 1)]), I64(-ALIGN)])
+        wide = b.icmp_signed(">=", n, m)
+        halves = b.and_(b.icmp_signed(">=", b.mul(b.mul(m, n), kk), I64(self.k.split_min)),
+                        b.icmp_signed(">=", b.select(wide, n, m), I64(2 * LANES)))
+        return pack, wide, halves
 
     def _split(self, b, args, wide) -> None:
         """The two halves of the product at once: N cut at a multiple of 16 columns when `wide`, else
