@@ -88,7 +88,7 @@ def functions() -> _Library | None:
 
 def _link() -> _Library | None:
     try:
-        found = library.addresses()
+        found = library.addresses(_SIGNATURES)  # (the parts holding these: the im2col_part kernels too)
         library.parallel2()  # the worker the GEMM's two halves go to
         from .library.packed_gemm import pack_bytes
         from .target import host

@@ -17,7 +17,7 @@ step of K loads 4 vectors of B and broadcasts 6 values of A into 24 FMAs. A row-
 place (its 6 rows are 6 sequential streams); a transposed A's 6 rows are packed first (turned around
 16 x 16 in registers). A row-major B under at most `in_place_rows` rows is read in place too (but for
 its last, partial panel): packing it would cost more than the few row blocks that reuse it save.
-Rows past the last whole micro-panel get a kernel for that many rows, and the last columns a kernel
+Rows past the last whole micro-panel go in blocks of 4, 2 and 1 rows (tail_rows), and the last columns a kernel
 for that many vectors, the last one of 8 floats when 8 are enough, with masked loads and stores of C:
 nothing outside C's M x N values is read or written.
 
@@ -396,10 +396,13 @@ class _Gemm:
         with counted(b, fn, I64(0), whole, k.mr, "ir") as ir_:
             b.call(self.row_block(k.mr), block(ir_, I64(k.mr)))
             finish_rows(ir_, I64(k.mr))
-        with b.if_then(b.icmp_signed("<", whole, m)):
-            args = block(whole, b.sub(m, whole))
-            _switch(b, fn, b.sub(m, whole), range(1, k.mr), lambda mr: b.call(self.row_block(mr), args))
-            finish_rows(whole, b.sub(m, whole))
+        at = whole
+        for rows in tail_rows(k.mr):  # the last rows (fewer than MR) in blocks of 4, 2 and 1: 16 fewer kernels
+            fits = b.icmp_signed(">=", b.sub(m, at), I64(rows))
+            with b.if_then(fits):
+                b.call(self.row_block(rows), block(at, I64(rows)))
+                finish_rows(at, I64(rows))
+            at = b.select(fits, b.add(at, I64(rows)), at)
 
     def a_panel(self, b, n, kk, pack):
         """Where a transposed A's micro-panel goes in `pack`: after B's largest block."""
@@ -501,6 +504,12 @@ class _Gemm:
         nc = smin(b, b.and_(b.add(n, I64(k.nr - 1)), I64(-k.nr)), I64(k.nc))
         a_floats = b.and_(b.add(b.mul(kc, I64(k.mr)), I64(LANES - 1)), I64(-LANES))
         return b.add(b.mul(kc, nc), a_floats)
+
+
+def tail_rows(mr: int) -> list[int]:
+    """Row blocks for the last M % MR rows, largest first: the powers of two under MR, each needed at
+    most once (MR = 6: 5 rows are 4 + 1, 3 are 2 + 1)."""
+    return [1 << i for i in reversed(range(max(mr - 1, 1).bit_length()))]
 
 
 def _scale_c(b, fn, m, n, c, ldc, beta) -> None:
