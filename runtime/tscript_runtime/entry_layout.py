@@ -13,6 +13,7 @@ from .entry_steps import PoolBackwardStep
 from .conv_epilogue import CONV_ARITY
 from .graph_json import TensorRef, decode_attr
 from .prims import CONV_GROUP
+from .types import parse_type
 
 @dataclass
 class EntryLayout:
@@ -38,6 +39,7 @@ class EntryLayout:
     drawn: list = field(default_factory=list)     # roots of random tensors, in the order they are drawn
     written_fixed: set = field(default_factory=set)  # fixed roots (module buffers) written in place by steps
     epilogues: dict = field(default_factory=dict)  # ConvGroup node index -> its conv_epilogue.EpilogueSpec
+    value_types: dict = field(default_factory=dict)  # value name -> its type text in the graph
 
     @classmethod
     def build(cls, graph: dict, steps: list, specs: dict, epilogues: dict | None = None) -> "EntryLayout":
@@ -51,6 +53,11 @@ class EntryLayout:
 
     # -- static analysis ------------------------------------------------------------------------------
     def _walk(self, steps: dict) -> None:
+        for v in self.graph["inputs"]:
+            self.value_types[v["name"]] = v.get("type", "")
+        for node in self.graph["nodes"]:
+            for o in node["outputs"]:
+                self.value_types[o["name"]] = o.get("type", "")
         for i, v in enumerate(self.graph["inputs"]):
             t = v.get("type", "")
             if i == 0 and t.startswith("__module__"):
@@ -227,9 +234,23 @@ class EntryLayout:
         self._new_root(out, 0)
         name = (CONVS.get(kind) or POOLS[kind]) + "_" + suffix
         self.steps.append(WindowStep(index, kind, ins[0], weight, bias, out, name, step.small_m, extras=list(extras),
-                                     epilogue=self.epilogues.get(index) if group else None))
+                                     epilogue=self.epilogues.get(index) if group else None,
+                                     direct=self._direct(weight) if kind == "aten::conv2d" else None))
         if group and index not in self.epilogues:
             raise NotLowerable(f"{CONV_GROUP} without its epilogue's spec")
+
+    def _direct(self, weight: str):
+        """Does the convolution's weight have one input channel per group (True), more (False), or is its
+        shape not known statically (None)? Its code then has only that path (a model of ordinary
+        convolutions never links the depthwise kernel); the planner checks each call's weight against it."""
+        try:
+            t = parse_type(self.value_types.get(weight, ""))
+        except ValueError:
+            return None
+        shape = getattr(t, "shape", None)
+        if shape is None or len(shape) != 4 or not isinstance(shape[1], int):
+            return None
+        return shape[1] == 1
 
     def _cat(self, index: int, node: dict, out: str) -> None:
         ins = node["inputs"]

@@ -423,6 +423,8 @@ def _plan_conv(step: WindowStep, env: dict, x, args: list) -> list:
     k, length = per_group * kernel[0] * kernel[1], g.out[0] * g.out[1]
     o = w.shape[0] // groups
     geometry = [per_group, h, wd, *kernel, *g.stride, *g.padding, *g.dilation, *g.out]
+    if step.direct is not None and step.direct != (per_group == 1):
+        raise Unplannable(f"a convolution weight of shape {list(w.shape)}, unlike its graph type")
     if per_group == 1:  # one input channel per group (depthwise): the library's direct kernel, its padded planes
         from .native.library.depthwise import scratch_bytes
         scratch, pack = scratch_bytes(dict(zip(GEOMETRY, geometry)), x.itemsize), 0

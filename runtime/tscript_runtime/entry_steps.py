@@ -193,6 +193,8 @@ class WindowStep:
     dims: int = 0            # plan slot of CONV_SLOTS (convolutions) or GEOMETRY (pools)
     extras: list = field(default_factory=list)  # a ConvGroup's epilogue tensors (value names)
     epilogue: object = None  # a ConvGroup's conv_epilogue.EpilogueSpec: its pointwise ops, run as the epilogue
+    direct: bool | None = None  # convolutions: one input channel per group (the depthwise kernel), by the
+    #                             weight's static type; None: not known until planned (the code has both paths)
 
     @property
     def n_slots(self) -> int:

@@ -51,19 +51,39 @@ def test_a_process_links_only_what_it_needs(tmp_path):
     assert len(objects) == 4
 
 
+def quiet_children():
+    """Wait for every child other tests started (prefetch starts none while one runs)."""
+    for key in list(child_builds._building):
+        child_builds.wait_for(key)
+
+
 def test_prefetch_builds_in_a_child(tmp_path, monkeypatch):
     monkeypatch.setenv("TSCRIPT_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("TSCRIPT_BUILD_PROCESSES", "1")
     from tscript_runtime.native.cache import lookup
-    parts.prefetch(["unary_f32"])
-    assert child_builds.wait_for(parts.key("unary_f32"))  # a child was building it
+    quiet_children()
+    parts.prefetch(["unary_f32"], here=5.0)  # the caller busy for 5 s: the child takes it
+    assert child_builds.wait_for(parts.key("unary_f32"))
     assert lookup(parts.key("unary_f32")) is not None
+
+
+def test_work_is_balanced_between_the_caller_and_one_child(tmp_path, monkeypatch):
+    """The packed GEMM (1.4 s) goes to the child while the caller compiles a 1 s model; the small parts
+    stay with the caller, and no second child starts."""
+    monkeypatch.setenv("TSCRIPT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TSCRIPT_BUILD_PROCESSES", "1")
+    quiet_children()
+    started = []
+    monkeypatch.setattr(child_builds, "build_library", lambda keys, ps: started.append(sorted(ps)))
+    parts.prefetch({"packed_gemm", "conv_f32", "gemm", "parallel"}, here=1.0)
+    assert len(started) == 1 and "packed_gemm" in started[0]
+    assert not {"conv_f32", "gemm"} & set(started[0])
 
 
 def test_without_child_processes_the_part_is_built_here(tmp_path, monkeypatch):
     monkeypatch.setenv("TSCRIPT_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("TSCRIPT_BUILD_PROCESSES", "0")
-    parts.prefetch(["unary_f32"])
+    parts.prefetch(["unary_f32"], here=5.0)
     assert not child_builds.wait_for(parts.key("unary_f32"))
     obj, imports = parts.object_of("unary_f32")
     assert obj[:4] == b"\x7fELF" and not imports & library.NAMES

@@ -36,6 +36,12 @@ def building(key: str) -> bool:
         return key in _building
 
 
+def busy() -> bool:
+    """Is a child still compiling (one core taken)?"""
+    with _lock:
+        return any(child.poll() is None for child in _building.values())
+
+
 def build_library(keys: list[str], parts: list[str]) -> None:
     """A child compiling the library `parts` (their cache `keys`) into the cache."""
     _start(keys, [_LIBRARY, *parts], None)

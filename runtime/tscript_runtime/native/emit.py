@@ -15,6 +15,7 @@ from ..native_plan import NativePlan
 from . import child_builds
 from . import library as kernel_library
 from .cache import cache_key, cached_object, lookup
+from .library.parts import MODEL_IR_SECONDS_PER_BYTE
 from .link import MODEL_IMPORTS, NativeLibrary, declared_functions, imports_of
 
 ENTRY = "entry"
@@ -88,9 +89,7 @@ def prefetch_native(graph: dict, plan: NativePlan) -> None:
     if not child_builds.enabled() or child_builds.building(key) or lookup(key) is not None:
         return
     module = emit_module(plan)
-    declared = declared_functions(module)
-    kernel_library.prefetch(declared)
-    text = str(module)
+    declared, text = declared_functions(module), str(module)
     if len(text) >= PREFETCH_IR_BYTES:
         child_builds.build_object(key, text, declared)
 
@@ -106,8 +105,10 @@ def link_native(graph: dict, plan: NativePlan) -> NativeCode:
 
     def emit():
         module = emit_module(plan)
-        kernel_library.prefetch(declared_functions(module))  # its missing parts compile on the other core meanwhile
-        obj = optimize_and_emit(str(module))
+        text = str(module)
+        # the library parts it calls that are missing: some compile on the other core meanwhile
+        kernel_library.prefetch(declared_functions(module), len(text) * MODEL_IR_SECONDS_PER_BYTE)
+        obj = optimize_and_emit(text)
         return obj, imports_of(module, obj)
     key = _key(graph, plan)
     child_builds.wait_for(key)  # (prefetch_native's child)

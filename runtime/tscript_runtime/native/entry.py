@@ -227,7 +227,7 @@ class _Emitter:
         if step.kind == "aten::conv_transpose2d":
             fn, slots = conv_transpose_function(self.module, dtype), CONVT_SLOTS
         else:
-            fn, slots = _conv_function(self.module, step.function, dtype, step.small_m), CONV_SLOTS
+            fn, slots = _conv_function(self.module, step.function, dtype, step.small_m, step.direct), CONV_SLOTS
         arena = b.load(self.bases_p)
         scratch = [b.gep(arena, [self.plan(step.dims + slots.index(n))]) for n in ("scratch", "pack") if n in slots]
         bias = self.pointer(step.bias) if step.bias is not None else ir.Constant(I8P, None)
@@ -276,7 +276,7 @@ def _copy_rows(module, fn, b: ir.IRBuilder, dst, src, rows, dst_step, size) -> N
         b.call(memcpy, [b.gep(dst, [b.mul(i, dst_step)]), b.gep(src, [b.mul(i, size)]), size, ir.IntType(1)(0)])
 
 
-def _conv_function(module: ir.Module, function: str, dtype, small_m: int) -> ir.Function:
+def _conv_function(module: ir.Module, function: str, dtype, small_m: int, direct: bool | None = None) -> ir.Function:
     """`void <function>_<small_m>(i64* dims, i8* x, i8* w, i8* bias, i8* out, i8* col, i8* pack, i8* epilogue,
     i8* context)`, once per module: one input channel per group (depthwise) by the kernel library's direct kernel; one
     group and several small images (library.conv.images_per_gemm) by `_conv_batched`; else per image
@@ -287,8 +287,9 @@ def _conv_function(module: ir.Module, function: str, dtype, small_m: int) -> ir.
     `_conv_product` (float32: the kernel library's GEMMs, the packed one's panels in `pack`; float64:
     BLAS). An `epilogue` (native/conv_epilogue.py; null: none) adds the bias instead and runs on every
     finished block of the output (inside the packed GEMMs and the depthwise kernel, while the block is
-    in cache; after the product or the copy elsewhere)."""
-    name = f"{function}_{small_m}"
+    in cache; after the product or the copy elsewhere). `direct` (WindowStep.direct): True or False,
+    the function has only the depthwise or only the columns path, named so (`_direct` / `_columns`)."""
+    name = f"{function}_{small_m}" + {None: "", True: "_direct", False: "_columns"}[direct]
     try:
         return module.get_global(name)
     except KeyError:
@@ -307,23 +308,31 @@ def _conv_function(module: ir.Module, function: str, dtype, small_m: int) -> ir.
     o, k, length = slot["O"], slot["K"], slot["L"]
     group_in, group_out = b.mul(b.mul(slot["C"], slot["H"]), slot["W"]), b.mul(o, length)
     has_bias = b.icmp_unsigned("!=", bias8, ir.Constant(I8P, None))
+    def planes():
+        _depthwise(module, b, dtype, dims_p, [x8, w8, bias8, out8, col8, *finish], slot)
+
+    def columns():
+        images = _images_per_gemm(b, slot)
+        with b.if_else(b.icmp_signed(">", images, I64(1))) as (batched, single):
+            with batched:
+                _conv_batched(module, fn, b, dtype, small_m, slot, images,
+                              [dims_p, x, w, bias, has_bias, out, col, pack8, finish])
+            with single:
+                with counted(b, fn, I64(0), b.mul(slot["N"], slot["G"]), 1, "group") as ng:  # image n, group g
+                    g = b.srem(ng, slot["G"])
+                    args = [dims_p, b.gep(x, [b.mul(ng, group_in)]), b.gep(w, [b.mul(b.mul(g, o), k)]),
+                            b.gep(bias, [b.mul(g, o)]), has_bias, b.gep(out, [b.mul(ng, group_out)]), col,
+                            pack8, finish]
+                    _conv_group(module, fn, b, dtype, small_m, slot, args)
     with b.if_then(b.icmp_signed(">", group_out, I64(0))):
-        with b.if_else(b.icmp_signed("==", slot["C"], I64(1))) as (direct, columns):
-            with direct:
-                _depthwise(module, b, dtype, dims_p, [x8, w8, bias8, out8, col8, *finish], slot)
-            with columns:
-                images = _images_per_gemm(b, slot)
-                with b.if_else(b.icmp_signed(">", images, I64(1))) as (batched, single):
-                    with batched:
-                        _conv_batched(module, fn, b, dtype, small_m, slot, images,
-                                      [dims_p, x, w, bias, has_bias, out, col, pack8, finish])
-                    with single:
-                        with counted(b, fn, I64(0), b.mul(slot["N"], slot["G"]), 1, "group") as ng:  # image n, group g
-                            g = b.srem(ng, slot["G"])
-                            args = [dims_p, b.gep(x, [b.mul(ng, group_in)]), b.gep(w, [b.mul(b.mul(g, o), k)]),
-                                    b.gep(bias, [b.mul(g, o)]), has_bias, b.gep(out, [b.mul(ng, group_out)]), col,
-                                    pack8, finish]
-                            _conv_group(module, fn, b, dtype, small_m, slot, args)
+        if direct is None:
+            with b.if_else(b.icmp_signed("==", slot["C"], I64(1))) as (one_channel, several):
+                with one_channel:
+                    planes()
+                with several:
+                    columns()
+        else:
+            (planes if direct else columns)()
     b.ret_void()
     return fn
 
@@ -479,7 +488,7 @@ def _conv_product(module, b: ir.IRBuilder, dtype, small_m: int, args: list, accu
         return
     packed = packed_gemm_here()
     most = min(small_m, PACKED_FROM - 1) if packed else small_m
-    few = b.and_(b.icmp_signed(">=", m, I64(3)), b.icmp_signed("<=", m, I64(most)))
+    few = b.and_(b.icmp_signed(">=", m, I64(3)), b.icmp_signed("<=", m, I64(most))) if most >= 3 else I1(0)
     with b.if_else(few) as (ours, theirs):  # few output channels (small CNNs): the library's GEMM, no BLAS threads
         with ours:
             _small_gemm(module, b, "tscript_gemm_nn_f32", [w, col, out, m, n, k, k, ldb, ldc, accumulate], CONV_SPLIT)

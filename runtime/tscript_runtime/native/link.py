@@ -36,14 +36,15 @@ def declared_functions(module) -> set[str]:
 
 
 def imports_of(module, obj: bytes) -> set[str]:
-    """What the object code emitted from `module` imports when linked: its declared functions and,
-    for ELF objects, every undefined symbol (LLVM may lower an intrinsic to a libm call)."""
+    """What the object code emitted from `module` imports when linked: for ELF objects, its undefined
+    symbols (what the optimized code still calls: a branch LLVM removed imports nothing; an intrinsic
+    LLVM lowered to libm does), else every function the module declares."""
     return imports_of_declared(declared_functions(module), obj)
 
 
 def imports_of_declared(declared: set[str], obj: bytes) -> set[str]:
     """`imports_of` for a module declaring the functions `declared`."""
-    return declared | (undefined_symbols(obj) if elf.is_elf64(obj) else set())
+    return undefined_symbols(obj) if elf.is_elf64(obj) else declared
 
 
 def undefined_symbols(obj: bytes) -> set[str]:

@@ -67,28 +67,30 @@ def declare(module, name: str):
 def addresses(names=None) -> dict[str, int]:
     """name -> address of library functions linked into this process, `names` among them (all when
     None): their parts (parts.py) are linked the first time, compiled or from the object cache."""
+    from .. import child_builds
     from . import parts
     wanted = {parts.part_of(n) for n in (FUNCTIONS if names is None else names)}
     with _lock:
         linked = _state.setdefault("parts", {})
         missing = wanted - set(linked)
-        if missing:
-            first = max(missing, key=lambda p: parts.COST.get(p, 1))
-            if len(missing) > 1:
-                parts.prefetch(missing, here=first)  # the others on the other core meanwhile
-            for part in [first] + sorted(missing - {first}):
-                _link(part, linked)
+        # parts no child is compiling first (compiled here, largest first, some of the rest handed to a
+        # child meanwhile), then those a child compiles (by then maybe done)
+        order = sorted(missing, key=lambda p: (child_builds.building(parts.key(p)), -parts.cost(p), p))
+        if len(order) > 1 and not child_builds.building(parts.key(order[0])):
+            parts.prefetch(set(order[1:]), here=parts.cost(order[0]))
+        for part in order:
+            _link(part, linked)
         return _state.setdefault("addresses", {})
 
 
-def prefetch(names) -> None:
-    """Start compiling, in child processes, the missing parts of library functions among `names`
-    (a model's code about to be compiled here calls them); returns at once."""
+def prefetch(names, here: float = 0.0) -> None:
+    """Start compiling, in a child process, missing parts of library functions among `names` (a model's
+    code, `here` seconds of LLVM work, is about to be compiled here and calls them); returns at once."""
     from . import parts
     with _lock:
         missing = {parts.part_of(n) for n in names if n in NAMES} - set(_state.get("parts", {}))
     if missing:
-        parts.prefetch(missing)
+        parts.prefetch(missing, here)
 
 
 def _link(part: str, linked: dict) -> None:
