@@ -3,7 +3,6 @@ the blocks tile C exactly, each holds its final product when called (after the l
 writes is what C ends with, on one thread and split over two, with K in one block or several; an empty
 K calls it on all of C; with a null epilogue the result is bit for bit `tscript_sgemm_f32`'s."""
 import ctypes
-import threading
 
 import numpy as np
 import pytest
@@ -11,13 +10,13 @@ import pytest
 from tscript_runtime.native import library
 from tscript_runtime.native.library.packed_gemm import EPILOGUE_NAME, NAME, pack_bytes
 
+from tests.codegen.epilogue_check import EPILOGUE as _EPILOGUE, BlockCheck
+
 NO_TRANS = 111
 _ARGS = [ctypes.c_int32, ctypes.c_int32, *[ctypes.c_int64] * 3, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
          ctypes.c_int64, ctypes.c_float, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
 _PLAIN = ctypes.CFUNCTYPE(None, *_ARGS)
 _WITH_EPILOGUE = ctypes.CFUNCTYPE(None, *_ARGS, ctypes.c_void_p, ctypes.c_void_p)
-_EPILOGUE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(ctypes.c_float), ctypes.c_int64, ctypes.c_int64,
-                             ctypes.c_int64)
 
 
 @pytest.fixture(scope="module")
@@ -41,25 +40,9 @@ def test_epilogue_sees_each_final_block_once(gemms, m, n, k):
     rng = np.random.default_rng(m + n + k)
     a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
     expected = a.astype(np.float64) @ b.astype(np.float64)
-    c = np.full((m, n), np.nan, np.float32)
-    seen = np.zeros((m, n), np.int64)
-    wrong = []
-    lock = threading.Lock()
-
-    def epilogue(context, block, rows, cols, ldc):
-        start = (ctypes.addressof(block.contents) - c.ctypes.data) // 4
-        i, j = divmod(start, ldc)
-        with lock:
-            view = c[i:i + rows, j:j + cols]
-            if not np.allclose(view, expected[i:i + rows, j:j + cols], rtol=1e-4, atol=1e-3):
-                wrong.append((i, j, rows, cols))
-            seen[i:i + rows, j:j + cols] += 1
-            view *= 2  # (what the epilogue writes is what C keeps)
-    callback = _EPILOGUE(epilogue)
-    _product(gemm, a, b, c, ctypes.cast(callback, ctypes.c_void_p), None)
-    assert not wrong, f"blocks called before their last step of K: {wrong[:3]}"
-    assert (seen == 1).all(), "the blocks do not tile C exactly once"
-    np.testing.assert_allclose(c, 2 * expected, rtol=1e-4, atol=1e-3)
+    check = BlockCheck(np.full((m, n), np.nan, np.float32), expected)
+    _product(gemm, a, b, check.c, check.callback, None)
+    check.verify()
 
 
 def test_empty_k_calls_the_epilogue_on_all_of_c(gemms):

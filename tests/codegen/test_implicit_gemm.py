@@ -7,7 +7,6 @@ others, products cut over both cores (N cut inside an output row, or M cut); the
 final block once; nothing read outside the images, nothing written outside C or `pack_bytes` of
 scratch; the micro-kernels shared with the packed GEMM, not built twice."""
 import ctypes
-import threading
 
 import numpy as np
 import pytest
@@ -18,14 +17,13 @@ from tscript_runtime.native import library
 from tscript_runtime.native.library.implicit_gemm import CONV_NAME, define_sgemm_conv
 from tscript_runtime.native.library.packed_gemm import BLOCKING, define_sgemm, pack_bytes
 
+from tests.codegen.epilogue_check import BlockCheck
 from tests.codegen.test_conv_kernels import IM2COL, _guarded
 
 GUARD = 3  # rows and columns of padding around C (and 64-byte lines after the scratch)
 _SIGNATURE = ctypes.CFUNCTYPE(None, *[ctypes.c_int64] * 3, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
                               ctypes.c_void_p, ctypes.c_int64, ctypes.c_float, ctypes.c_void_p, ctypes.c_int64,
                               ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
-_EPILOGUE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(ctypes.c_float), ctypes.c_int64, ctypes.c_int64,
-                             ctypes.c_int64)
 
 
 @pytest.fixture(scope="module")
@@ -142,22 +140,9 @@ def test_big_enough_to_run_on_both_cores(conv, geometry):
 def test_epilogue_sees_each_final_block_once(conv, geometry):
     case = Case(np.random.default_rng(2), **geometry)
     expected, (m, n) = case.expected(), (case.a.shape[0], case.n)
-    c = np.full((m, n), np.nan, np.float32)
-    seen, wrong, lock = np.zeros((m, n), np.int64), [], threading.Lock()
-
-    def epilogue(context, block, rows, cols, ldc):
-        i, j = divmod((ctypes.addressof(block.contents) - c.ctypes.data) // 4, ldc)
-        with lock:
-            view = c[i:i + rows, j:j + cols]
-            if not np.allclose(view, expected[i:i + rows, j:j + cols], rtol=1e-4, atol=1e-3):
-                wrong.append((i, j, rows, cols))
-            seen[i:i + rows, j:j + cols] += 1
-            view *= 2  # (what the epilogue writes is what C keeps)
-    callback = _EPILOGUE(epilogue)
-    case.run(conv, c, 0.0, ctypes.cast(callback, ctypes.c_void_p))
-    assert not wrong, f"blocks called before their last step of K: {wrong[:3]}"
-    assert (seen == 1).all()
-    np.testing.assert_allclose(c, 2 * expected, rtol=1e-4, atol=1e-3)
+    check = BlockCheck(np.full((m, n), np.nan, np.float32), expected)
+    case.run(conv, check.c, 0.0, check.callback)
+    check.verify()
 
 
 def test_empty_products(conv):
