@@ -7,7 +7,7 @@ function of the other parts, so a call across parts is an import its object reso
 Building the library took 4.5-5 s on one core, most of it compiling functions a model never calls
 (float64 im2col, depthwise and transposed convolutions for a ResNet); a missing part is now compiled
 by a child process (child_builds.py: it imports only this runtime and writes into the same checksummed
-cache) while this process compiles another part or the model's own code.
+cache) while this process compiles its share (prefetch balances the two by COST) or the model's own code.
 """
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ def part_of(name: str) -> str:
 
 
 def names_of(part: str) -> list[str]:
+    """The library functions `part` defines."""
     from . import FUNCTIONS
     return [n for n in FUNCTIONS if part_of(n) == part]
 
@@ -64,19 +65,18 @@ def module(part: str):
 
 
 def key(part: str) -> str:
+    """The part's object-cache key."""
     from ..cache import cache_key
     return cache_key("library", part)
 
 
 def emit(part: str) -> tuple[bytes, set[str]]:
     """(object code, imported symbols) of the part, compiled here."""
-    from ..link import declared_functions
-    from ..elf import is_elf64
-    from ..link import undefined_symbols
+    from ..link import imports_of
     from ..target import optimize_and_emit
     mod = module(part)
     obj = optimize_and_emit(str(mod))
-    return obj, (undefined_symbols(obj) if is_elf64(obj) else declared_functions(mod))
+    return obj, imports_of(mod, obj)
 
 
 def object_of(part: str) -> tuple[bytes, set[str]]:
