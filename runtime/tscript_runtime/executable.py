@@ -35,7 +35,7 @@ class Executable:
     """A graph document with its tensor constants and native plan (None: no native code), ready to
     `run`; `reader` reads the parameters from the module argument (graph_entry.TreeReader: nested
     mappings). Several threads may run it at once. The document is checked (check_graph) here, unless
-`checked` says its reader did."""
+    `checked` says its reader did."""
 
     def __init__(self, graph: dict, constants: dict, plan: dict | None, reader=None, where: str = "graph",
                  checked: bool = False):

@@ -35,7 +35,7 @@ def code_digest() -> str:
             digest = ""
         if len(digest) != 64 or not all(c in "0123456789abcdef" for c in digest):
             digest = _hash_sources(files)
-            _write_text(remembered, digest)
+            write_atomically(remembered, digest.encode())
         _digest.append(digest)
     return _digest[0]
 
@@ -62,18 +62,6 @@ def _hash_sources(files: list) -> str:
         with open(path, "rb") as f:
             h.update(name.encode() + b"\0" + f.read())
     return h.hexdigest()
-
-
-def _write_text(path: str, text: str) -> None:
-    """Write atomically; an unwritable cache directory is no error."""
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-        with open(tmp, "w", encoding="ascii") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError:
-        pass
 
 
 _digest: list = []
@@ -127,12 +115,17 @@ def _read(path: str):
 
 def _write(path: str, obj: bytes, imports: set[str]) -> None:
     payload = json.dumps(sorted(imports)).encode() + b"\n" + obj
-    data = MAGIC + hashlib.sha256(payload).hexdigest().encode() + payload
+    write_atomically(path, MAGIC + hashlib.sha256(payload).hexdigest().encode() + payload)
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """`data` into `path` by a temporary file and a rename (a reader never sees half of it); a read-only
+    cache directory is no reason to fail: then nothing is written."""
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
         with open(tmp, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
-    except OSError:  # a read-only home is no reason to fail: just do not cache
+    except OSError:
         pass

@@ -16,12 +16,14 @@ from . import child_builds
 from . import library as kernel_library
 from .cache import cache_key, cached_object, lookup
 from .library.parts import MODEL_IR_SECONDS_PER_BYTE
-from .link import MODEL_IMPORTS, NativeLibrary, declared_functions, imports_of
+from .link import MODEL_IMPORTS, NativeLibrary, declared_functions, imports_of_declared
 
 ENTRY = "entry"
 # LLVM IR from which compiling in a child pays for starting it (~0.25 s): ~0.3 s of LLVM here; a small
 # MLP's backward is 70 KB, a CNN's 330 KB, the GPT's 630 KB
 PREFETCH_IR_BYTES = 1 << 17
+MAX_EMITTED = 4  # smaller modules prefetch_native emitted, kept for link_native (the newest)
+_EMITTED: dict = {}  # cache key -> (LLVM IR text, declared functions)
 
 
 @dataclass
@@ -92,6 +94,10 @@ def prefetch_native(graph: dict, plan: NativePlan) -> None:
     declared, text = declared_functions(module), str(module)
     if len(text) >= PREFETCH_IR_BYTES:
         child_builds.build_object(key, text, declared)
+    else:  # compiled here when linked: without emitting it again
+        _EMITTED[key] = text, declared
+        while len(_EMITTED) > MAX_EMITTED:
+            _EMITTED.pop(next(iter(_EMITTED)), None)
 
 
 def _key(graph: dict, plan: NativePlan) -> str:
@@ -103,14 +109,18 @@ def link_native(graph: dict, plan: NativePlan) -> NativeCode:
     library is unloaded when the model's code and launchers are dropped."""
     from .target import optimize_and_emit
 
-    def emit():
-        module = emit_module(plan)
-        text = str(module)
-        # the library parts it calls that are missing: some compile on the other core meanwhile
-        kernel_library.prefetch(declared_functions(module), len(text) * MODEL_IR_SECONDS_PER_BYTE)
-        obj = optimize_and_emit(text)
-        return obj, imports_of(module, obj)
     key = _key(graph, plan)
+
+    def emit():
+        found = _EMITTED.pop(key, None)
+        if found is None:
+            module = emit_module(plan)
+            found = str(module), declared_functions(module)
+        text, declared = found
+        # the library parts it calls that are missing: some compile on the other core meanwhile
+        kernel_library.prefetch(declared, len(text) * MODEL_IR_SECONDS_PER_BYTE)
+        obj = optimize_and_emit(text)
+        return obj, imports_of_declared(declared, obj)
     child_builds.wait_for(key)  # (prefetch_native's child)
     obj, imports = cached_object(key, emit)
     assert imports <= MODEL_IMPORTS, f"emitted code imports {sorted(imports - MODEL_IMPORTS)}"

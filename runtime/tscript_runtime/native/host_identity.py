@@ -9,7 +9,6 @@ import hashlib
 import json
 import os
 import platform
-import threading
 
 from ..user_cache import cache_dir
 
@@ -55,14 +54,7 @@ def remembered() -> dict | None:
 
 def remember(description: dict) -> None:
     """Write the description for this CPU (atomically; an unwritable cache directory is no error)."""
+    from .cache import write_atomically
     path = _path()
-    if path is None:
-        return
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(description, f)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    if path is not None:
+        write_atomically(path, json.dumps(description).encode())
