@@ -147,3 +147,28 @@ def test_a_compiled_model_with_conv_groups_exports_to_onnx(tmp_path):
     with ts.no_grad():
         want = net(x).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_convolutions_with_the_same_epilogue_share_its_code():
+    """The basic network's nine groups have three epilogues (bias + ReLU, bias + residual + ReLU, and a
+    residual read through the shortcut): one function each, not one per convolution; a LeakyReLU with
+    another slope is other code and gets its own, and every convolution still computes its own."""
+    import re
+    net = built("basic")
+    x = ts.from_numpy(np.random.default_rng(5).standard_normal((1, 3, 16, 16)).astype(np.float32))
+    compiled = ts.jit.compile(net, (x,))
+    defined = set(re.findall(r"define internal void @\"(conv_epilogue_\w+)\"", compiled.llvm_ir))
+    called = re.findall(r"@\"(conv_epilogue_\w+)\" to i8\*", compiled.llvm_ir)
+    assert len(called) == 9 and set(called) == defined and len(defined) <= 3, sorted(defined)
+
+    nn = ts.nn
+    ts.manual_seed(3)
+    slopes = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.LeakyReLU(0.1), nn.Conv2d(4, 4, 3, padding=1),
+                           nn.LeakyReLU(0.1), nn.Conv2d(4, 4, 3, padding=1), nn.LeakyReLU(0.3)).eval()
+    compiled = ts.jit.compile(slopes, (x,))
+    called = re.findall(r"@\"(conv_epilogue_\w+)\" to i8\*", compiled.llvm_ir)
+    assert len(called) == 3 and called[0] == called[1] != called[2], called
+    with ts.no_grad():
+        want = slopes(x).numpy()
+    np.testing.assert_allclose(compiled(x).numpy(), want, rtol=1e-5, atol=1e-6)
+    assert entry_ran(compiled), compiled.explain()

@@ -12,6 +12,8 @@ the bias and the per-channel tensors, and the index itself the full-shaped ones 
 """
 from __future__ import annotations
 
+import hashlib
+
 from llvmlite import ir
 
 from .. import dtypes as dt
@@ -24,6 +26,20 @@ from .pointwise import _lower_node
 
 I8P = ir.IntType(8).as_pointer()
 FIXED = ("out", "bias", "dims")  # the context's first pointers; the epilogue tensors follow
+
+
+def epilogue_function(module: ir.Module, dtype, spec: EpilogueSpec | None) -> ir.Function:
+    """The epilogue of a `dtype` convolution with `spec` in `module`, shared by every convolution whose
+    epilogue is the same code (ResNet-18's 17 are 3; each costs ~40 ms of LLVM): it is named after a
+    digest of its IR, built once in a scratch module to learn it."""
+    scratch = ir.Module()
+    scratch.triple = module.triple
+    text = str(build_epilogue(scratch, "conv_epilogue", dtype, spec))
+    name = "conv_epilogue_" + hashlib.sha256(text.encode()).hexdigest()[:16]
+    try:
+        return module.get_global(name)
+    except KeyError:
+        return build_epilogue(module, name, dtype, spec)
 
 
 def build_epilogue(module: ir.Module, name: str, dtype, spec: EpilogueSpec | None) -> ir.Function:

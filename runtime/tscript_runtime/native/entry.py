@@ -18,7 +18,7 @@ from ..entry_steps import (AVG_POOLS, AVG_SLOTS, CONVS, CONVT_SLOTS, CONV_SLOTS,
 from ..entry_steps import IM2COLS, PoolBackwardStep
 from . import batch_steps, library
 from .blas import blas_function
-from .conv_epilogue import build_epilogue
+from .conv_epilogue import epilogue_function
 from .conv_transpose import conv_transpose_function
 from .library.depthwise import bias_of
 from .recurrent import recurrent_function
@@ -243,7 +243,7 @@ class _Emitter:
         if step.epilogue is None:
             return [null, null]
         b = self.b
-        fn = build_epilogue(self.module, f"conv_epilogue_{step.node}", dtype, step.epilogue)
+        fn = epilogue_function(self.module, dtype, step.epilogue)
         bias, out = bias_out
         context = stack(b, I8P, [out, bias, b.bitcast(b.gep(self.plan_p, [I64(step.dims)]), I8P),
                                   *(self.pointer(v) for v in step.extras)])
