@@ -33,22 +33,34 @@ def test_every_function_has_one_part():
 
 
 def test_a_parts_imports_are_other_parts_functions():
-    """The packed GEMM calls the two-thread pool of the `parallel` part: an import, not a copy."""
+    """The packed GEMM calls the two-thread pool of the `parallel` part and its own row blocks (micro-
+    kernels) of the `packed_rows` part: imports, not copies."""
     obj, imports = parts.object_of("packed_gemm")
-    assert "tscript_parallel2" in imports
+    assert {"tscript_parallel2", "tscript_sgemm_f32_rows6", "tscript_sgemm_f32_rows1"} <= imports
     assert not imports & set(parts.names_of("packed_gemm"))
     _, pool_imports = parts.object_of("parallel")
     assert not pool_imports & library.NAMES
 
 
+def test_needs_lists_the_parts_each_part_calls():
+    """prefetch starts a model's parts and the parts they call (NEEDS) at once: the table must be whole."""
+    from tscript_runtime.native.library.packed_rows import ARGUMENTS, ROW_NAMES
+    assert all(library.FUNCTIONS[name][2] == ARGUMENTS for name in ROW_NAMES)
+    for part in sorted({parts.part_of(n) for n in library.FUNCTIONS}):
+        _, imports = parts.object_of(part)
+        called = {parts.part_of(n) for n in imports & library.NAMES}
+        assert called <= set(parts.NEEDS.get(part, ())), (part, called)
+    assert parts.with_needs(["packed_gemm", "gemm"]) == {"packed_gemm", "packed_rows6", "packed_rows", "parallel", "gemm"}
+
+
 def test_a_process_links_only_what_it_needs(tmp_path):
-    """Asking for the packed GEMM links it and the pool it calls, nothing else; a child process
-    compiled the second part into the cache meanwhile."""
+    """Asking for the packed GEMM links it, its row blocks and the pool it calls, nothing else; a child
+    process compiled some of them into the cache meanwhile."""
     env = {**os.environ, "TSCRIPT_CACHE_DIR": str(tmp_path)}
-    assert linked_parts(["tscript_sgemm_f32"], env) == ["packed_gemm", "parallel"]
+    assert linked_parts(["tscript_sgemm_f32"], env) == ["packed_gemm", "packed_rows", "packed_rows6", "parallel"]
     assert linked_parts(["tscript_max_pool2d_f64", "tscript_erf_f32"], env) == ["conv_f64", "unary_f32"]
     objects = sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".o")
-    assert len(objects) == 4
+    assert len(objects) == 6
 
 
 def quiet_children():
@@ -68,16 +80,20 @@ def test_prefetch_builds_in_a_child(tmp_path, monkeypatch):
 
 
 def test_work_is_balanced_between_the_caller_and_one_child(tmp_path, monkeypatch):
-    """The packed GEMM (1.4 s) goes to the child while the caller compiles a 1 s model; the small parts
-    stay with the caller, and no second child starts."""
+    """A model (1 s of LLVM work for the caller) calling the packed GEMM, im2col, the small-row GEMMs
+    and the pool: the parts the packed GEMM calls (its row blocks) are scheduled with it, the largest
+    goes to one child, and the rest even out the two."""
     monkeypatch.setenv("TSCRIPT_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("TSCRIPT_BUILD_PROCESSES", "1")
     quiet_children()
     started = []
     monkeypatch.setattr(child_builds, "build_library", lambda keys, ps: started.append(sorted(ps)))
     parts.prefetch({"packed_gemm", "conv_f32", "gemm", "parallel"}, here=1.0)
-    assert len(started) == 1 and "packed_gemm" in started[0]
-    assert not {"conv_f32", "gemm"} & set(started[0])
+    everything = {"packed_gemm", "packed_rows6", "packed_rows", "conv_f32", "gemm", "parallel"}
+    assert len(started) == 1 and "packed_rows" in started[0] and set(started[0]) < everything
+    child = parts.CHILD_START + sum(parts.cost(p) for p in started[0])
+    caller = 1.0 + sum(parts.cost(p) for p in everything - set(started[0]))
+    assert abs(child - caller) <= max(parts.cost(p) for p in everything), (child, caller)
 
 
 def test_without_child_processes_the_part_is_built_here(tmp_path, monkeypatch):

@@ -41,6 +41,9 @@ FUNCTIONS = {
     "tscript_sgemm_epilogue_f32": ("packed_gemm", "define_sgemm", ["i32", "i32", "i64", "i64", "i64", "f32*", "i64",
                                                                    "f32*", "i64", "f32", "f32*", "i64", "f32*", "i8*",
                                                                    "i8*"]),
+    **{name: ("packed_rows", "define_rows", ["i64", "i64", "f32*", "i64", "f32*", "i64", "i64", "f32*", "f32*", "i64",
+                                             "i1", "f32"]) for name in ("tscript_sgemm_f32_rows6", "tscript_sgemm_f32_rows4",
+                                                                     "tscript_sgemm_f32_rows2", "tscript_sgemm_f32_rows1")},
     "tscript_sgemm_conv_f32": ("implicit_gemm", "define_sgemm_conv", ["i64", "i64", "i64", "f32*", "i64", "i64*", "f32*",
                                                                      "i64", "f32", "f32*", "i64", "f32*", "i8*", "i8*"]),
 }
@@ -69,15 +72,19 @@ def addresses(names=None) -> dict[str, int]:
     None): their parts (parts.py) are linked the first time, compiled or from the object cache."""
     from .. import child_builds
     from . import parts
-    wanted = {parts.part_of(n) for n in (FUNCTIONS if names is None else names)}
+    wanted = parts.with_needs({parts.part_of(n) for n in (FUNCTIONS if names is None else names)})
     with _lock:
         linked = _state.setdefault("parts", {})
         missing = wanted - set(linked)
         # parts no child is compiling first (compiled here, largest first, some of the rest handed to a
-        # child meanwhile), then those a child compiles (by then maybe done)
+        # child meanwhile), then those a child compiles (by then maybe done): all compiled before any
+        # is linked, for linking one waits for the parts it calls
         order = sorted(missing, key=lambda p: (child_builds.building(parts.key(p)), -parts.cost(p), p))
         if len(order) > 1 and not child_builds.building(parts.key(order[0])):
             parts.prefetch(set(order[1:]), here=parts.cost(order[0]))
+        for part in order:
+            if not child_builds.building(parts.key(part)):
+                parts.object_of(part)
         for part in order:
             _link(part, linked)
         return _state.setdefault("addresses", {})

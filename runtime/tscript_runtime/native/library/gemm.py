@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from .loops import carried, counted
+from .loops import carried, counted, splat
 
 I1, I64, F32 = ir.IntType(1), ir.IntType(64), ir.FloatType()
 LANES = 16
@@ -143,8 +143,7 @@ def _nn_block(module: ir.Module, kernel: str, ra: int, width: int) -> ir.Functio
 
 def _splat(b, x):
     """A vector of LANES copies of float x."""
-    v = b.insert_element(ir.Constant(VEC, ir.Undefined), x, ir.IntType(32)(0))
-    return b.shuffle_vector(v, ir.Constant(VEC, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES))
+    return splat(b, x, VEC)
 
 
 def _loads(b, rows: list, at, ty) -> list:

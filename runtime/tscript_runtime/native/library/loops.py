@@ -86,3 +86,22 @@ def stack(b: ir.IRBuilder, ty, values: list):
     for i, v in enumerate(values):
         b.store(v, b.gep(at, [I64(i)]))
     return at
+
+
+def zeros(ty) -> ir.Constant:
+    """The all-zero constant of `ty`, written `zeroinitializer` (llvmlite spells out every lane of a
+    vector: the packed GEMM's IR was half such constants, and printing and parsing it took ~0.3 s)."""
+    return _formatted(ty, "zeroinitializer")
+
+
+def splat(b: ir.IRBuilder, x, vec: ir.VectorType):
+    """A `vec` of copies of scalar x."""
+    undef = _formatted(vec, "undef")
+    v = b.insert_element(undef, x, ir.IntType(32)(0))
+    return b.shuffle_vector(v, undef, ir.Constant(ir.VectorType(ir.IntType(32), vec.count), [0] * vec.count))
+
+
+def _formatted(ty, text: str) -> ir.Constant:
+    constant = ir.FormattedConstant(ty, text)
+    constant.constant = text  # (the constructor spreads a string over a vector's lanes)
+    return constant

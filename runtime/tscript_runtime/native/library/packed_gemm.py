@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from .loops import carried, counted, smin, stack
+from .loops import carried, counted, smin, splat, stack, zeros
 
 I1, I32, I64, F32, F64 = ir.IntType(1), ir.IntType(32), ir.IntType(64), ir.FloatType(), ir.DoubleType()
 I8P = ir.IntType(8).as_pointer()
@@ -181,9 +181,9 @@ class _Gemm:
             for u in range(k.unroll):
                 accs = step(b.add(p, I64(u)), accs)
             return accs
-        zeros = [ir.Constant(_vector(w), None) for w in widths] * mr
+        initial = [zeros(_vector(w)) for w in widths] * mr
         whole = b.and_(kc, I64(-k.unroll))
-        accs = carried(b, fn, I64(0), whole, k.unroll, "k", zeros, unrolled)
+        accs = carried(b, fn, I64(0), whole, k.unroll, "k", initial, unrolled)
         accs = carried(b, fn, whole, kc, 1, "ktail", accs, step)
         with b.if_else(load_c) as (update, overwrite):
             for branch, loads in ((update, True), (overwrite, False)):
@@ -564,9 +564,7 @@ def _vector(width: int) -> ir.VectorType:
 
 def _splat(b, x, width: int = LANES):
     """A vector of `width` copies of float x."""
-    vec = _vector(width)
-    v = b.insert_element(ir.Constant(vec, ir.Undefined), x, I32(0))
-    return b.shuffle_vector(v, ir.Constant(vec, ir.Undefined), ir.Constant(ir.VectorType(I32, width), [0] * width))
+    return splat(b, x, _vector(width))
 
 
 

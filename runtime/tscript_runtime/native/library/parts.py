@@ -14,14 +14,19 @@ from __future__ import annotations
 import os
 import threading
 
-UNTYPED = ("gemm", "parallel", "packed_gemm", "implicit_gemm", "recurrent_gemm")  # builders taking no dtype
-PART_OF = {"implicit_gemm": "packed_gemm", "im2col_parts": "conv"}  # builder -> the part its code lives in
+from ...gc_paused import gc_paused
+
+UNTYPED = ("gemm", "parallel", "packed_gemm", "packed_rows", "implicit_gemm", "recurrent_gemm")  # builders taking no dtype
+# builder (or one function) -> the part its code lives in: the packed GEMM's full-height row block is
+# a part of its own, for its micro-kernels take as long to compile as all the shorter blocks'
+PART_OF = {"implicit_gemm": "packed_gemm", "im2col_parts": "conv", "tscript_sgemm_f32_rows6": "packed_rows6"}
+NEEDS = {"packed_gemm": ("packed_rows6", "packed_rows", "parallel")}  # part -> the parts its code calls
 # seconds of IR building + LLVM per part, measured on a Zen 4 core (2026-11-24), and a child's start
-COST = {"packed_gemm": 1.4, "recurrent_gemm": 0.6, "conv_f32": 0.4, "conv_f64": 0.4, "depthwise_f32": 0.45,
+COST = {"packed_rows6": 0.4, "packed_rows": 0.65, "packed_gemm": 0.6, "recurrent_gemm": 0.6, "conv_f32": 0.4, "conv_f64": 0.4, "depthwise_f32": 0.45,
         "depthwise_f64": 0.45, "gemm": 0.35, "transposed_f32": 0.2, "transposed_f64": 0.2, "parallel": 0.03,
         "unary_f32": 0.03}
 CHILD_START = 0.3
-MODEL_IR_SECONDS_PER_BYTE = 0.94 / 280e3  # a model's LLVM time by its IR's size (ResNet-18: 280 KB, 0.94 s)
+MODEL_IR_SECONDS_PER_BYTE = 0.45 / 242e3  # a model's LLVM time by its IR's size (ResNet-18: 242 KB, 0.45 s)
 _lock = threading.Lock()
 
 
@@ -29,7 +34,7 @@ def part_of(name: str) -> str:
     """The part defining library function `name`."""
     from . import FUNCTIONS
     builder = FUNCTIONS[name][0]
-    group = PART_OF.get(builder, builder)
+    group = PART_OF.get(name, PART_OF.get(builder, builder))
     return group if builder in UNTYPED else f"{group}_{name[-3:]}"
 
 
@@ -70,8 +75,10 @@ def key(part: str) -> str:
     return cache_key("library", part)
 
 
+@gc_paused
 def emit(part: str) -> tuple[bytes, set[str]]:
-    """(object code, imported symbols) of the part, compiled here."""
+    """(object code, imported symbols) of the part, compiled here (the collector paused: building the
+    packed GEMM's IR makes ~10^6 objects)."""
     from ..link import imports_of
     from ..target import optimize_and_emit
     mod = module(part)
@@ -105,7 +112,7 @@ def prefetch(parts, here: float = 0.0) -> None:
     if not enabled() or busy():  # (the other core is taken: the caller compiles the rest itself)
         return
     with _lock:
-        missing = sorted((p for p in set(parts) if not building(key(p)) and lookup(key(p)) is None),
+        missing = sorted((p for p in with_needs(parts) if not building(key(p)) and lookup(key(p)) is None),
                          key=lambda p: (-cost(p), p))
         caller, child, theirs = here, CHILD_START, []
         for p in missing:
@@ -116,6 +123,17 @@ def prefetch(parts, here: float = 0.0) -> None:
                 caller += cost(p)
         if theirs:
             build_library([key(p) for p in theirs], theirs)
+
+
+def with_needs(parts) -> set[str]:
+    """`parts` and every part their code calls, transitively (NEEDS)."""
+    found, todo = set(), list(parts)
+    while todo:
+        part = todo.pop()
+        if part not in found:
+            found.add(part)
+            todo += NEEDS.get(part, ())
+    return found
 
 
 def cost(part: str) -> float:
