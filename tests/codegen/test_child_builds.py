@@ -58,3 +58,20 @@ def test_a_forked_process_forgets_the_children(fresh_cache):
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     child_builds.wait_for("slow")
+
+
+def test_the_parent_wakes_when_the_child_exits(fresh_cache):
+    """Through the child's pidfd, not Popen.wait's polling (sleeps of up to 50 ms); a child already
+    reaped (busy() polls) has none, and is waited for as before."""
+    child_builds._start(["quick"], ["import time; time.sleep(0.3)"], None)
+    (child,) = [c for k, c in child_builds._building.items() if k == "quick"]
+    exited = child_builds._exit_signal(child)
+    assert exited is not None or not hasattr(os, "pidfd_open")
+    if exited is not None:
+        os.close(exited)
+    assert child_builds.wait_for("quick") and child.returncode == 0
+    child_builds._start(["reaped"], ["pass"], None)
+    (child,) = [c for k, c in child_builds._building.items() if k == "reaped"]
+    child.wait()
+    assert child_builds._exit_signal(child) is None
+    assert child_builds.wait_for("reaped") and not child_builds.building("reaped")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -57,10 +58,11 @@ def wait_for(key: str) -> bool:
     """Wait for the child building `key`, if any; True if there was one."""
     with _lock:
         child = _building.get(key)
+        exited = _exit_signal(child) if child is not None else None
     if child is None:
         return False
     try:
-        child.wait(timeout=WAIT_SECONDS)
+        _wait(child, exited, WAIT_SECONDS)
     except subprocess.TimeoutExpired:  # stuck: the caller compiles the code itself
         child.kill()
         child.wait()
@@ -68,6 +70,31 @@ def wait_for(key: str) -> bool:
         for k in [k for k, c in _building.items() if c is child]:
             del _building[k]
     return True
+
+
+def _exit_signal(child):
+    """A pidfd readable once `child` has exited (None where there is none, or it is reaped already);
+    opened under _lock, where nothing reaps the child meanwhile (busy() polls under it)."""
+    if child.poll() is not None or not hasattr(os, "pidfd_open"):
+        return None
+    try:
+        return os.pidfd_open(child.pid)
+    except OSError:
+        return None
+
+
+def _wait(child, exited, seconds: float) -> None:
+    """Wait for `child` at most `seconds`, woken the moment it exits through its pidfd `exited`
+    (Popen.wait polls, with sleeps of up to 50 ms; a cold load waits on a child or two)."""
+    if exited is None:
+        child.wait(timeout=seconds)
+        return
+    try:
+        if not select.select([exited], [], [], seconds)[0]:
+            raise subprocess.TimeoutExpired(child.args, seconds)
+    finally:
+        os.close(exited)
+    child.wait()
 
 
 def _start(keys: list[str], argv: list[str], stdin: bytes | None) -> None:
