@@ -18,15 +18,18 @@ from .native_plan import NativePlan
 from .typed_graph import typed_graph
 
 
-def prefetch_code(graph: dict, plan: dict) -> None:
-    """Start compiling the native code an Executable of `graph` under `plan` will link, in a child
-    process, while the caller goes on (native/emit.py's prefetch_native): speculative work, so a
-    problem here is not reported (the Executable reports it when it is built)."""
+def compile_ahead(jobs: list) -> None:
+    """Compile the native code the Executables of several graphs, [(graph document, plan), ...], will
+    link before they are built: one in a child process, the others here, whichever finishes sooner
+    (native/emit.py's compile_ahead). Speculative work: a problem here is not reported (each
+    Executable reports it when it is built)."""
     try:
-        check_graph(graph)
-        native = NativePlan.from_json(plan, typed_graph(graph), graph)
-        from .native.emit import prefetch_native
-        prefetch_native(graph, native)
+        natives = []
+        for graph, plan in jobs:
+            check_graph(graph)
+            natives.append((graph, NativePlan.from_json(plan, typed_graph(graph), graph)))
+        from .native.emit import compile_ahead as compile_natives
+        compile_natives(natives)
     except Exception:  # noqa: BLE001 - anything the Executable would raise, it raises itself later
         pass
 

@@ -1,6 +1,7 @@
 """`compile(..., backward=True)` plans the backward a training step asks for (every parameter's gradient)
-before the forward and compiles its native code in a child process meanwhile: the first backward
-finds it in the object cache, and gradients equal eager's with or without child processes."""
+with the forward and compiles both at once, one of them in a child process when that finishes sooner:
+the first backward finds its code in the object cache, and gradients equal eager's with or without
+child processes."""
 import numpy as np
 import pytest
 
@@ -29,15 +30,16 @@ def gradients(model, forward, x) -> dict:
 def test_first_backward_uses_the_speculated_variant(tmp_path, monkeypatch, processes):
     monkeypatch.setenv("TSCRIPT_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("TSCRIPT_BUILD_PROCESSES", processes)
-    monkeypatch.setattr(emit, "PREFETCH_IR_BYTES", 0)  # this small backward too
+    monkeypatch.setattr(emit, "CHILD_START", 0.0)  # a child pays for these small modules too
     ts.manual_seed(3)
     model = Net()
     x = ts.randn(6, 12)
-    before = set(child_builds._building)  # (other tests' children, never waited for)
+    keys, build = [], child_builds.build_object
+    monkeypatch.setattr(child_builds, "build_object", lambda key, *args: (keys.append(key), build(key, *args)))
     compiled = ts.jit.compile(model, (x,), backward=True)
     mask, graph, plan = compiled._speculated
-    keys = sorted(set(child_builds._building) - before)
-    assert len(keys) == (1 if processes == "1" else 0)  # the backward's code, compiling in a child
+    forward = emit._key(compiled.executable.graph, compiled.executable.plan)
+    assert keys == ([forward] if processes == "1" else [])  # the smaller module, compiled by a child
     assert mask == (True,) * 4 + (False,)  # the parameters, not the float input x
     expected = gradients(model, model, x)
     got = gradients(model, compiled, x)
@@ -48,9 +50,26 @@ def test_first_backward_uses_the_speculated_variant(tmp_path, monkeypatch, proce
     variant = compiled._variants[mask].executable
     assert variant.mode == "native"
     key = emit._key(variant.graph, variant.plan)
-    assert lookup(key) is not None and not child_builds.building(key)
-    if processes == "1":
-        assert keys == [key]
+    assert lookup(key) is not None and lookup(forward) is not None and not child_builds.building(forward)
+
+
+def test_the_pair_is_split_by_its_compile_times(monkeypatch):
+    """A child gets one module when that finishes sooner than compiling both here: the smaller, for a
+    child starts later; two small modules both compile here."""
+    started, here = [], []
+    monkeypatch.setattr(emit, "emit_module", lambda plan: plan)
+    monkeypatch.setattr(emit, "declared_functions", lambda module: set())
+    monkeypatch.setattr(emit, "_key", lambda graph, plan: graph)
+    monkeypatch.setattr(emit, "lookup", lambda key: None)
+    monkeypatch.setattr(emit.child_builds, "enabled", lambda: True)
+    monkeypatch.setattr(emit.child_builds, "build_object", lambda key, text, declared: started.append(key))
+    monkeypatch.setattr(emit, "cached_object", lambda key, compile_it: here.append(key))
+    per_second = int(1 / emit.MODEL_IR_SECONDS_PER_BYTE)
+    emit.compile_ahead([("forward", "x" * int(0.6 * per_second)), ("backward", "x" * int(1.1 * per_second))])
+    assert (started, here) == (["forward"], ["backward"])
+    started.clear(), here.clear()
+    emit.compile_ahead([("forward", "x" * int(0.05 * per_second)), ("backward", "x" * int(0.1 * per_second))])
+    assert (started, here) == ([], ["forward", "backward"])
 
 
 def test_another_mask_compiles_its_own_variant():

@@ -9,7 +9,7 @@ import numpy as np
 
 from tscript_runtime.dtypes import is_inexact
 from tscript_runtime.errors import InputError
-from tscript_runtime.executable import prefetch_code
+from tscript_runtime.executable import compile_ahead
 from tscript_runtime.gc_paused import gc_paused
 from tscript_runtime.prims import CONV_GROUP
 
@@ -131,9 +131,11 @@ class CompiledTrainingModel(CompiledModel):
     use), and a call that needs no gradient runs a forward that saves nothing."""
 
     def __init__(self, d: "Differentiated", module, lifted: list, float_inputs: list, dynamic):
-        # the backward of a training step, its LLVM work in a child process while the forward compiles here
-        self._speculated = _speculate(d, (True,) * len(lifted) + (False,) * len(float_inputs))
-        super().__init__(optimize_for_codegen(d.forward.copy()), module, dynamic)
+        forward = optimize_for_codegen(d.forward.copy())
+        plan = plan_native(forward)
+        # the backward of a training step, planned now and compiled with the forward (one of them in a child)
+        self._speculated = _speculate(d, (True,) * len(lifted) + (False,) * len(float_inputs), (forward, plan))
+        super().__init__(forward, module, dynamic, plan=plan)
         self.lifted = lifted
         self.float_inputs = float_inputs  # indices of the float tensor inputs: gradients after the parameters'
         self.n_saved = len(d.saved)
@@ -223,13 +225,14 @@ def _backward_graph(d: "Differentiated", mask: tuple) -> Graph:
     return optimize_for_codegen(g)
 
 
-def _speculate(d: "Differentiated", mask: tuple) -> tuple:
-    """(mask, graph, plan) of the backward variant `mask`, planned now and its native code compiled by a
-    child process meanwhile (tscript_runtime.executable.prefetch_code): a training step's first
-    backward then finds it in the object cache."""
+def _speculate(d: "Differentiated", mask: tuple, forward: tuple) -> tuple:
+    """(mask, graph, plan) of the backward variant `mask`, planned now; its native code and the
+    `forward` (graph, plan)'s are compiled at once, the smaller one in a child process
+    (tscript_runtime.executable.compile_ahead): a training step's first backward then finds its code in
+    the object cache."""
     g = _backward_graph(d, mask)
     plan = plan_native(g)
-    prefetch_code(graph_to_json(g), plan)
+    compile_ahead([(graph_to_json(forward[0]), forward[1]), (graph_to_json(g), plan)])
     return mask, g, plan
 
 

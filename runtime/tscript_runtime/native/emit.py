@@ -15,15 +15,10 @@ from ..native_plan import NativePlan
 from . import child_builds
 from . import library as kernel_library
 from .cache import cache_key, cached_object, lookup
-from .library.parts import MODEL_IR_SECONDS_PER_BYTE
+from .library.parts import CHILD_START, MODEL_IR_SECONDS_PER_BYTE
 from .link import MODEL_IMPORTS, NativeLibrary, declared_functions, imports_of_declared
 
 ENTRY = "entry"
-# LLVM IR from which compiling in a child pays for starting it (~0.25 s): ~0.3 s of LLVM here; a small
-# MLP's backward is 70 KB, a CNN's 330 KB, the GPT's 630 KB
-PREFETCH_IR_BYTES = 1 << 17
-MAX_EMITTED = 4  # smaller modules prefetch_native emitted, kept for link_native (the newest)
-_EMITTED: dict = {}  # cache key -> (LLVM IR text, declared functions)
 
 
 @dataclass
@@ -82,22 +77,37 @@ def emit_module(plan: NativePlan):
     return module
 
 
-def prefetch_native(graph: dict, plan: NativePlan) -> None:
-    """Start compiling the native code `link_native` will want for `graph` under `plan` in a child
-    process (child_builds.py), unless it is cached or small (PREFETCH_IR_BYTES): its LLVM IR is emitted
-    here, LLVM runs on the other core while this process goes on, and a later `link_native` finds the
-    object in the cache."""
-    key = _key(graph, plan)
-    if not child_builds.enabled() or child_builds.building(key) or lookup(key) is not None:
-        return
-    module = emit_module(plan)
-    declared, text = declared_functions(module), str(module)
-    if len(text) >= PREFETCH_IR_BYTES:
-        child_builds.build_object(key, text, declared)
-    else:  # compiled here when linked: without emitting it again
-        _EMITTED[key] = text, declared
-        while len(_EMITTED) > MAX_EMITTED:
-            _EMITTED.pop(next(iter(_EMITTED)), None)
+def compile_ahead(jobs: list) -> None:
+    """Compile the native code of several graphs, [(graph document, plan), ...] (a training step's
+    forward and backward), into the object cache before they are linked: one may go to a child process
+    (child_builds.py) while the others compile here, whichever finishes first overall (LLVM time follows
+    the IR's size, and a child starts CHILD_START later); what is cached or being built is skipped."""
+    todo = []
+    for graph, plan in jobs:
+        key = _key(graph, plan)
+        if not child_builds.building(key) and lookup(key) is None:
+            module = emit_module(plan)
+            todo.append((key, str(module), declared_functions(module)))
+    seconds = [len(text) * MODEL_IR_SECONDS_PER_BYTE for _, text, _ in todo]
+    best, child = sum(seconds), None  # (all here)
+    for i, s in enumerate(seconds):
+        if child_builds.enabled() and max(CHILD_START + s, sum(seconds) - s) < best:
+            best, child = max(CHILD_START + s, sum(seconds) - s), i
+    for i, (key, text, declared) in enumerate(todo):
+        if i == child:
+            child_builds.build_object(key, text, declared)
+    for i, (key, text, declared) in enumerate(todo):
+        if i != child:
+            cached_object(key, lambda text=text, declared=declared: _compile(text, declared))
+
+
+def _compile(text: str, declared: set) -> tuple[bytes, set[str]]:
+    """(object code, imports) of a model's module here; the library parts it calls that are missing
+    start compiling on the other core meanwhile."""
+    from .target import optimize_and_emit
+    kernel_library.prefetch(declared, len(text) * MODEL_IR_SECONDS_PER_BYTE)
+    obj = optimize_and_emit(text)
+    return obj, imports_of_declared(declared, obj)
 
 
 def _key(graph: dict, plan: NativePlan) -> str:
@@ -107,21 +117,12 @@ def _key(graph: dict, plan: NativePlan) -> str:
 def link_native(graph: dict, plan: NativePlan) -> NativeCode:
     """The native code of `graph` (its document) under `plan`, emitted now or found in the cache. Its
     library is unloaded when the model's code and launchers are dropped."""
-    from .target import optimize_and_emit
-
     key = _key(graph, plan)
 
     def emit():
-        found = _EMITTED.pop(key, None)
-        if found is None:
-            module = emit_module(plan)
-            found = str(module), declared_functions(module)
-        text, declared = found
-        # the library parts it calls that are missing: some compile on the other core meanwhile
-        kernel_library.prefetch(declared, len(text) * MODEL_IR_SECONDS_PER_BYTE)
-        obj = optimize_and_emit(text)
-        return obj, imports_of_declared(declared, obj)
-    child_builds.wait_for(key)  # (prefetch_native's child)
+        module = emit_module(plan)
+        return _compile(str(module), declared_functions(module))
+    child_builds.wait_for(key)  # (compile_ahead's child)
     obj, imports = cached_object(key, emit)
     assert imports <= MODEL_IMPORTS, f"emitted code imports {sorted(imports - MODEL_IMPORTS)}"
     names = symbols(plan)
