@@ -261,7 +261,7 @@ def _plan_recurrent(step: RecurrentStep, node: dict, env: dict, ints) -> None:
     split = gates.dtype == np.float32 and batch * width * hidden >= step.split_min and hidden >= 2 * UNITS
     ints[step.dims:step.dims + len(RECURRENT_SLOTS)] = [
         steps, batch, hidden, int(relu), int(bool(env[node["inputs"][-1]])), int(split),
-        scratch_bytes(batch, hidden, step.cell, gates.itemsize)]
+        scratch_bytes(steps, batch, hidden, step.cell, gates.itemsize)]
 
 
 def _plan_recurrent_backward(step: RecurrentBackwardStep, node: dict, env: dict, ints) -> None:

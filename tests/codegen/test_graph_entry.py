@@ -399,6 +399,11 @@ PACKED = {  # products of more rows than the register-blocked GEMMs take: the ke
     "transposed A": (lambda x, w: (x.t() @ w) + 1, ((40, 100), (40, 77))),
     "batched, transposed B": (lambda x, w: (x @ w.transpose(-2, -1)) + 1, ((3, 70, 16), (3, 81, 16))),
     "3-d linear with bias": (lambda x, w: F.linear(x, w, w.sum(1)), ((4, 33, 20), (130, 20))),
+    # the bias added to each finished block of C (the GEMM's epilogue): K over two blocks, both cores
+    "linear with bias, long K": (lambda x, w: F.linear(x, w, w.sum(1)), ((300, 600), (530, 600))),
+    "addmm full bias": (lambda c, a, b: ts.addmm(c, a, b), ((70, 90), (70, 40), (40, 90))),
+    "addmm bias rows of a wider matrix": (lambda c, a, b: ts.addmm(c[:, 5:95], a, b), ((70, 100), (70, 40), (40, 90))),
+    "addmm one bias row": (lambda c, a, b: ts.addmm(c, a, b), ((1, 90), (70, 40), (40, 90))),
 }
 
 

@@ -397,13 +397,13 @@ def _depthwise(module: ir.Module, b: ir.IRBuilder, dtype, dims_p, pointers: list
     work = b.mul(b.mul(planes, slot["L"]), slot["K"])
     with b.if_else(b.and_(b.icmp_signed(">=", work, I64(DEPTHWISE_SPLIT)), b.icmp_signed(">=", planes, I64(2)))) \
             as (halves, whole):
-        with halves:
-            cut = b.sdiv(planes, I64(2))
-            first, second = stack(b, I64, [I64(0), cut, I64(0)]), stack(b, I64, [cut, planes, I64(1)])
+        with halves:  # both halves claim chunks of all the planes through one shared counter
+            shared = b.ptrtoint(stack(b, I64, [I64(0)]), I64)
+            first, second = (stack(b, I64, [I64(0), planes, I64(part), shared]) for part in (0, 1))
             b.call(library.declare(module, "tscript_parallel2"),
                    [b.bitcast(kernel, I8P), first, ptrs, second, ptrs, dims_p, null])
         with whole:
-            b.call(kernel, [stack(b, I64, [I64(0), planes, I64(0)]), ptrs, dims_p, null])
+            b.call(kernel, [stack(b, I64, [I64(0), planes, I64(0), I64(0)]), ptrs, dims_p, null])
 
 
 def _conv_group(module, fn, b: ir.IRBuilder, dtype, small_m: int, slot: dict, args: list) -> None:
@@ -636,29 +636,83 @@ def _product_function(module: ir.Module, function: str, small_m: int, split_min:
     size = I64(8 if fty == F64 else 4)
     with b.if_then(b.and_(b.icmp_signed(">", m, I64(0)), b.icmp_signed(">", n, I64(0)))):
         has_bias = b.icmp_unsigned("!=", bias, ir.Constant(I8P, None))
-        with b.if_then(has_bias):
-            _fill_rows(module, fn, b, c8, bias, m, b.mul(n, size), b.mul(bias_rows, size))
-        beta = b.select(has_bias, fty(1.0), fty(0.0))
         a, bm, c = (b.bitcast(p, fty.as_pointer()) for p in (a8, b8, c8))
+        packed = function == "cblas_sgemm" and packed_gemm_here()
+        if function == "cblas_sgemm":
+            row_nt = b.and_(b.icmp_signed("==", m, I64(1)), b.icmp_signed("==", tb, I32(TRANS)))
+            few = b.and_(b.icmp_signed("<=", m, I64(small_m)),
+                         b.or_(b.or_(b.icmp_signed(">=", m, I64(3)), _splits(b, m, n, k, split_min)), row_nt))
+            library_gemm = b.and_(few, b.icmp_signed("==", ta, I32(NO_TRANS)))
+        # the packed GEMM adds the bias to each finished block of C (in L1) rather than C being filled
+        # with it first (a serial pass over C, which the GEMM then reads back)
+        late_bias = I1(0) if not packed else b.and_(b.and_(has_bias, b.not_(library_gemm)), b.and_(
+            b.icmp_signed(">", k, I64(0)), b.and_(b.icmp_signed(">", m, I64(1)), b.icmp_signed(">", n, I64(1)))))
+        filled = b.and_(has_bias, b.not_(late_bias))
+        with b.if_then(filled):
+            _fill_rows(module, fn, b, c8, bias, m, b.mul(n, size), b.mul(bias_rows, size))
+        beta = b.select(filled, fty(1.0), fty(0.0))
         if function != "cblas_sgemm":
             _blas_product(module, b, function, fty, [ta, tb, m, n, k, a, lda, bm, ldb, beta, c, ldc])
         else:  # the kernel library's GEMMs (library/gemm.py) for few rows of A, or one that splits
             # (one row times a transposed B, a linear layer's: as fast as BLAS's GEMV, whose threads
             # would then spin on the core our worker needs)
-            row_nt = b.and_(b.icmp_signed("==", m, I64(1)), b.icmp_signed("==", tb, I32(TRANS)))
-            few = b.and_(b.icmp_signed("<=", m, I64(small_m)),
-                         b.or_(b.or_(b.icmp_signed(">=", m, I64(3)), _splits(b, m, n, k, split_min)), row_nt))
             ours = [a, bm, c, m, n, k, lda, ldb, ldc, has_bias]
-            with b.if_else(b.and_(few, b.icmp_signed("==", ta, I32(NO_TRANS)))) as (library_gemm, blas):
-                with library_gemm:
+            with b.if_else(library_gemm) as (ours_gemm, blas):
+                with ours_gemm:
                     with b.if_else(b.icmp_signed("==", tb, I32(TRANS))) as (transposed, rowmajor):
                         with transposed:
                             _small_gemm(module, b, "tscript_gemm_nt_f32", ours, split_min)
                         with rowmajor:
                             _small_gemm(module, b, "tscript_gemm_nn_f32", ours, split_min)
                 with blas:
-                    _blas_product(module, b, function, fty, [ta, tb, m, n, k, a, lda, bm, ldb, beta, c, ldc],
-                                  b.bitcast(pack, fty.as_pointer()) if packed_gemm_here() else None)
+                    pack = b.bitcast(pack, fty.as_pointer()) if packed else None
+                    with b.if_else(late_bias) as (biased, plain):
+                        with biased:
+                            _biased_product(module, b, [ta, tb, m, n, k, a, lda, bm, ldb, beta, c, ldc, pack],
+                                            bias, bias_rows)
+                        with plain:
+                            _blas_product(module, b, function, fty, [ta, tb, m, n, k, a, lda, bm, ldb, beta, c, ldc],
+                                          pack)
+    b.ret_void()
+    return fn
+
+
+def _biased_product(module: ir.Module, b: ir.IRBuilder, args: list, bias, bias_rows) -> None:
+    """The packed GEMM's C = op(A) @ op(B) (`args` as tscript_sgemm_f32's) plus the bias rows, added by
+    `_bias_epilogue` to each finished block of C; the context: [C, bias, bias_rows] as i64."""
+    c = args[10]
+    context = stack(b, I64, [b.ptrtoint(c, I64), b.ptrtoint(bias, I64), bias_rows])
+    b.call(library.declare(module, "tscript_sgemm_epilogue_f32"),
+           [*args, b.bitcast(_bias_epilogue(module), I8P), b.bitcast(context, I8P)])
+
+
+def _bias_epilogue(module: ir.Module) -> ir.Function:
+    """`void tscript_bias_epilogue_f32(i8* context, float* c, i64 rows, i64 cols, i64 ldc)` (the packed
+    GEMM's epilogue ABI), once per module: the block at `c` += its rows of the bias (row i of C takes
+    bias + i * bias_rows; bias_rows 0: one row for all), the block's first row and column found from its
+    offset in C."""
+    name = "tscript_bias_epilogue_f32"
+    try:
+        return module.get_global(name)
+    except KeyError:
+        pass
+    fp = ir.FloatType().as_pointer()
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I8P, fp, I64, I64, I64]), name)
+    fn.linkage = "internal"
+    context8, c, rows, cols, ldc = fn.args
+    c.add_attribute("noalias")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    context = b.bitcast(context8, I64.as_pointer())
+    c0, bias0, bias_rows = (b.load(b.gep(context, [I64(i)])) for i in range(3))
+    at = b.sdiv(b.sub(b.ptrtoint(c, I64), c0), I64(4))  # the block's first element's index in C
+    row0, col0 = b.sdiv(at, ldc), b.srem(at, ldc)
+    bias = b.inttoptr(bias0, fp)
+    with counted(b, fn, I64(0), rows, 1, "row") as r:
+        c_row = b.gep(c, [b.mul(r, ldc)])
+        bias_row = b.gep(bias, [b.add(b.mul(b.add(row0, r), bias_rows), col0)])
+        with counted(b, fn, I64(0), cols, 1, "col") as j:
+            at_c = b.gep(c_row, [j], inbounds=True)
+            b.store(b.fadd(b.load(at_c), b.load(b.gep(bias_row, [j], inbounds=True))), at_c)
     b.ret_void()
     return fn
 
