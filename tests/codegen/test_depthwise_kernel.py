@@ -1,8 +1,10 @@
 """The kernel library's direct depthwise convolution (native/library/depthwise.py) against the op library's
 reference conv2d: channel multipliers 1..3, kernels 1..5, strides 1..3 (the contiguous, even-lane and
 gather paths), padding, dilation, rows shorter and longer than a vector, with and without a bias, float32
-and float64; a range of planes computes only those planes; reads stay inside x."""
+and float64; a range of planes computes only those planes; two calls sharing a counter split the planes
+between them; reads stay inside x."""
 import ctypes
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -36,8 +38,9 @@ def kernels():
     return functions
 
 
-def depthwise(kernels, x, w, bias, stride, padding, dilation, planes=None, out=None, part=0):
-    """The native conv2d of (N, G, H, W) `x` by (G*O, 1, kh, kw) `w` with groups G."""
+def depthwise(kernels, x, w, bias, stride, padding, dilation, planes=None, out=None, part=0, shared=None):
+    """The native conv2d of (N, G, H, W) `x` by (G*O, 1, kh, kw) `w` with groups G (`shared`: a
+    ctypes.c_int64 through which the call claims its chunks of planes, or None)."""
     n, groups, h, wd = x.shape
     kh, kw = w.shape[2:]
     oh = (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
@@ -48,13 +51,13 @@ def depthwise(kernels, x, w, bias, stride, padding, dilation, planes=None, out=N
                  dh=dilation[0], dw=dilation[1], OH=oh, OW=ow, N=n, O=mult, K=kh * kw, L=oh * ow, G=groups,
                  scratch=0, pack=0)
     dims = (ctypes.c_int64 * len(CONV_SLOTS))(*(slots[s] for s in CONV_SLOTS))
-    planes = (0, n * w.shape[0], part) if planes is None else planes + (part,)
+    planes = ((0, n * w.shape[0]) if planes is None else planes) + (part, 0 if shared is None else ctypes.addressof(shared))
     size = scratch_bytes(slots, x.itemsize)
     scratch = np.full(size + 128, np.nan, x.dtype)  # garbage around: padding must be written, not assumed
     at = scratch[16:].ctypes.data
     ptrs = (ctypes.c_void_p * 5)(x.ctypes.data, w.ctypes.data, None if bias is None else bias.ctypes.data,
                                  out.ctypes.data, at)
-    kernels[f"tscript_depthwise2d_scratch_{SUFFIX[x.dtype.type]}"]((ctypes.c_int64 * 3)(*planes), ptrs, dims, None)
+    kernels[f"tscript_depthwise2d_scratch_{SUFFIX[x.dtype.type]}"]((ctypes.c_int64 * 4)(*planes), ptrs, dims, None)
     assert np.isnan(scratch[:16]).all() and np.isnan(scratch[16 + size // x.itemsize:]).all()  # inside scratch
     return out
 
@@ -121,6 +124,39 @@ def test_a_range_of_planes_writes_only_those(kernels):
     flat = out.reshape(12, 9, 20)
     np.testing.assert_allclose(flat[3:9], want[3:9], rtol=1e-5, atol=1e-5)
     assert (flat[:3] == 7.0).all() and (flat[9:] == 7.0).all()
+
+
+@pytest.mark.parametrize("mult, stride", [(1, 1), (2, 2), (3, 1)])
+def test_two_calls_sharing_a_counter_compute_every_plane(kernels, mult, stride):
+    """Both parts claiming chunks through one counter, at once on two threads: every plane as the
+    reference has it, whichever part computed it (a chunk starting inside a channel's multiplier copies
+    its input plane too); the counter ends past the last plane."""
+    rng = np.random.default_rng(mult)
+    x = rng.standard_normal((2, 37, 12, 19)).astype(np.float32)
+    w = rng.standard_normal((37 * mult, 1, 3, 3)).astype(np.float32)
+    bias = rng.standard_normal(37 * mult).astype(np.float32)
+    want = reference(x, w, bias, (stride,) * 2, (1, 1), (1, 1))
+    for _ in range(5):
+        shared, out = ctypes.c_int64(0), np.full(want.shape, 7.0, np.float32)
+        with ThreadPoolExecutor(2) as pool:
+            for call in [pool.submit(depthwise, kernels, x, w, bias, (stride,) * 2, (1, 1), (1, 1), out=out, part=part,
+                                     shared=shared) for part in (0, 1)]:
+                call.result()
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+        assert shared.value >= out.shape[0] * out.shape[1]
+
+
+def test_a_call_finding_every_chunk_claimed_writes_nothing(kernels):
+    """The first call alone takes every chunk (its partner's worker was busy); the second, given the same
+    counter afterwards, computes nothing."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 40, 9, 20)).astype(np.float32)
+    w = rng.standard_normal((40, 1, 3, 3)).astype(np.float32)
+    shared = ctypes.c_int64(0)
+    out = depthwise(kernels, x, w, None, (1, 1), (1, 1), (1, 1), shared=shared)
+    np.testing.assert_allclose(out, reference(x, w, None, (1, 1), (1, 1), (1, 1)), rtol=1e-5, atol=1e-5)
+    later = depthwise(kernels, x, w, None, (1, 1), (1, 1), (1, 1), part=1, shared=shared)
+    assert (later == 7.0).all()
 
 
 @pytest.mark.parametrize("at_end", [True, False])

@@ -8,7 +8,10 @@ H, W), w (G*O, 1, kh, kw), bias (G*O) or null, out, scratch, epilogue or null, i
 once computed, goes through the epilogue (native/conv_epilogue.py) as one row of OH*OW values; `dims` a convolution step's CONV_SLOTS
 (C is 1, O the channel multiplier). Output plane p reads input plane p // O with weights and bias
 p % (G*O). `scratch` holds two padded planes (`scratch_bytes`); planes[2] (0 or 1) says which one
-this call uses, so that two calls run at once. The whole-graph entry calls it with arena scratch.
+this call uses, so that two calls run at once. planes[3] is 0, or the address of an i64 (zero at
+first) that two such calls share: each then computes the chunks of planes it claims through it
+(loops.claimed), so that the thread that is free first takes the next chunk (the two halves of a
+static cut waited on each other for up to 1/3 of a launch). The whole-graph entry calls it with arena scratch.
 
     void tscript_depthwise2d_<f32|f64>(i64* planes, i8* ptrs, i64* dims, f64* scalars)
 
@@ -35,7 +38,7 @@ from llvmlite import ir
 from ...entry_steps import CONV_SLOTS, GEOMETRY
 from .conv import FLOATS, VECTOR_BYTES, _Chunks, _Geometry, _interval, _numbers, _splat
 from .gemm import _intrinsic
-from .loops import counted, carried
+from .loops import carried, claimed, counted
 
 I8, I32, I64, F64 = ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.DoubleType()
 I8P = I8.as_pointer()
@@ -44,6 +47,7 @@ SCRATCH_PREFIX = "tscript_depthwise2d_scratch"
 POINTERS = ("x", "w", "bias", "out", "scratch", "epilogue", "context")  # the order of `ptrs`
 FLOAT_POINTERS = 5  # (the first ones: arrays of the convolution's dtype)
 ROWS = 4  # output rows computed together: independent FMA chains (an FMA's latency is 4 cycles)
+CLAIMS = 16  # chunks a shared range of planes is claimed in (an imbalance is at most about one chunk)
 _Window = namedtuple("_Window", "kh kw dh dw sh")  # Python ints (unrolled, constant offsets) or IR values
 
 
@@ -122,8 +126,8 @@ def _define_allocating(module: ir.Module, dtype, kernel: ir.Function) -> None:
         b.store(scratch, b.gep(ptrs, [I64(FLOAT_POINTERS - 1)]))
         for i in range(FLOAT_POINTERS, len(POINTERS)):
             b.store(ir.Constant(I8P, None), b.gep(ptrs, [I64(i)]))
-        ours = b.alloca(I64, I64(3))
-        for i, value in enumerate((b.load(planes), b.load(b.gep(planes, [I64(1)])), I64(0))):
+        ours = b.alloca(I64, I64(4))
+        for i, value in enumerate((b.load(planes), b.load(b.gep(planes, [I64(1)])), I64(0), I64(0))):
             b.store(value, b.gep(ours, [I64(i)]))
         b.call(kernel, [ours, b.bitcast(ptrs, I8P), dims, scalars])
         b.call(free, [scratch])
@@ -146,6 +150,7 @@ def _define_kernel(module: ir.Module, dtype) -> ir.Function:
     g = _Geometry(*(d[s] for s in GEOMETRY))
     lanes = VECTOR_BYTES // dtype.itemsize
     first, last = b.load(planes), b.load(b.gep(planes, [I64(1)]))
+    shared = b.inttoptr(b.load(b.gep(planes, [I64(3)])), I64.as_pointer())
     has_bias = b.icmp_unsigned("!=", b.bitcast(bias, I8P), ir.Constant(I8P, None))
 
     def padded_plane(split: bool):
@@ -159,7 +164,7 @@ def _define_kernel(module: ir.Module, dtype) -> ir.Function:
     def planes_of(stride):
         padded, gp = padded_plane(False)
         _planes(_Chunks(fn, b, dtype, stride, gp, padded), g, d, first, last,
-                (x, w, bias, has_bias, out, padded), finish)
+                (x, w, bias, has_bias, out, padded), finish, shared)
     # 3x3 undilated windows of stride 2 both ways (MobileNet's): rows split in even and odd columns
     split = functools.reduce(b.and_, [b.icmp_signed("==", v, I64(n)) for v, n in
                                       ((g.sw, 2), (g.sh, 2), (g.kh, 3), (g.kw, 3), (g.dh, 1), (g.dw, 1))])
@@ -167,7 +172,7 @@ def _define_kernel(module: ir.Module, dtype) -> ir.Function:
         with halves:
             padded, gp = padded_plane(True)
             _planes(_SplitChunks(fn, b, dtype, gp, padded), g, d, first, last,
-                    (x, w, bias, has_bias, out, padded), finish)
+                    (x, w, bias, has_bias, out, padded), finish, shared)
         with other:
             with b.if_else(b.icmp_signed("==", g.sw, I64(1))) as (unit, strided):
                 with unit:
@@ -219,15 +224,17 @@ class _SplitChunks(_Chunks):
                 b.store(lanes_of, b.bitcast(at, self.vec.as_pointer()), align=self.align)
 
 
-def _planes(chunks: _Chunks, g: _Geometry, d: dict, first, last, operands, finish: tuple) -> None:
-    """Output planes first..last: each one's input plane copied into the padded plane, then blocks of
-    ROWS output rows, then the plane through the epilogue (`finish`: function and context; or null)."""
+def _planes(chunks: _Chunks, g: _Geometry, d: dict, first, last, operands, finish: tuple, shared) -> None:
+    """Output planes first..last (those claimed through `shared`, or all when it is null): each one's
+    input plane copied into the padded plane, then blocks of ROWS output rows, then the plane through
+    the epilogue (`finish`: function and context; or null)."""
     b, fn = chunks.b, chunks.fn
     x, w, bias, has_bias, out, padded = operands
     channels = b.mul(d["G"], d["O"])
-    with counted(b, fn, first, last, 1, "plane") as p:
+    grain = b.sdiv(b.sub(last, first), I64(CLAIMS))
+    with claimed(b, fn, first, last, grain, shared, "planes") as (start, stop), counted(b, fn, start, stop, 1, "plane") as p:
         source, channel = b.sdiv(p, d["O"]), b.srem(p, channels)
-        with b.if_then(b.or_(b.icmp_signed("==", p, first), b.icmp_signed("==", b.srem(p, d["O"]), I64(0)))):
+        with b.if_then(b.or_(b.icmp_signed("==", p, start), b.icmp_signed("==", b.srem(p, d["O"]), I64(0)))):
             _copy_plane(chunks, g, b.gep(x, [b.mul(b.mul(source, g.H), g.W)]), padded)
         weights = b.gep(w, [b.mul(channel, b.mul(g.kh, g.kw))])
         start = _splat(b, bias_of(b, has_bias, bias, channel, chunks.fty), chunks.lanes)

@@ -25,6 +25,29 @@ def counted(b: ir.IRBuilder, fn: ir.Function, start, stop, step: int, name: str)
     b.position_at_end(done)
 
 
+@contextmanager
+def claimed(b: ir.IRBuilder, fn: ir.Function, first, last, grain, counter, name: str):
+    """`for (start, stop) in chunks of [first, last)` around the body built inside the `with`: the
+    chunks of `grain` one claims by atomically adding `grain` to the i64 at `counter` (start: first +
+    its old value) until none is left, so that calls sharing one counter (zero at first) split the
+    range between them, each chunk to whichever call is free first; the whole range at once when
+    `counter` is null."""
+    local = b.alloca(I64)
+    b.store(I64(0), local)
+    alone = b.icmp_unsigned("==", counter, ir.Constant(counter.type, None))
+    counter = b.select(alone, local, counter)
+    grain = b.select(alone, b.sub(last, first), smax(b, grain, I64(1)))
+    claim, body, done = (fn.append_basic_block(f"{name}.{part}") for part in ("claim", "body", "done"))
+    b.branch(claim)
+    b.position_at_end(claim)
+    start = b.add(first, b.atomic_rmw("add", counter, grain, "monotonic"))
+    b.cbranch(b.icmp_signed("<", start, last), body, done)
+    b.position_at_end(body)
+    yield start, smin(b, b.add(start, grain), last)
+    b.branch(claim)
+    b.position_at_end(done)
+
+
 def carried(b: ir.IRBuilder, fn: ir.Function, start, stop, step: int, name: str, initial: list, update) -> list:
     """A counted loop carrying `initial` through `new = update(i, values)`; returns the final values
     (the initial ones when the loop does not run)."""
