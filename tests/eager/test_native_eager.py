@@ -93,7 +93,10 @@ def test_conv2d_matches_the_reference_kernel(case):
     (2, 12, 12, 14, 3, 1, 1, 12),     # depthwise
     (2, 6, 18, 13, 3, 2, 1, 6),       # depthwise with a channel multiplier of 3
     (2, 16, 32, 9, 3, 1, 1, 4),       # grouped
-    (9, 32, 64, 7, 3, 1, 1, 1),       # small images, many of them
+    (9, 32, 64, 7, 3, 1, 1, 1),       # small images, many of them: one GEMM over their columns side by side
+    (23, 4, 8, 7, 3, 1, 1, 1),        # more than one GEMM's worth (20 of 7x7), the last GEMM of 3 images
+    (6, 64, 128, 14, 3, 2, 1, 1),     # strided, more rows than columns: im2col'd side by side
+    (5, 16, 8, 14, 1, 1, 0, 1),       # pointwise small images
 ])
 def test_conv2d_layers_take_the_library_path(n, c, o, size, k, stride, padding, groups):
     rng = np.random.default_rng(n * c + o)

@@ -9,7 +9,8 @@ GEMMs, a library that cannot be built here, empty tensors), and the numpy kernel
 Matrix products and erf are in `eager_math.py`.
 
 A convolution is, per image and group, the packed GEMM `out (O, L) = W (O, K) @ col` into the
-output, whose rows hold the bias first, its columns packed straight from the image (implicit im2col;
+output (small images several to a GEMM, their columns side by side, as the entry does), whose rows hold
+the bias first, its columns packed straight from the image (implicit im2col;
 a 1x1 stride-1 unpadded convolution reads the image itself); one input channel per group goes to the direct depthwise
 kernel, which also sums average pooling's windows. Scratch buffers are per thread (the ctypes calls
 release the GIL).
@@ -29,6 +30,7 @@ _SIGNATURES = {
     "tscript_erf_f32": (_P, _P, _I64),
     "tscript_im2col_f32": (_P, _P, _P),
     "tscript_im2col_f64": (_P, _P, _P),
+    "tscript_im2col_ld_f32": (_P, _P, _P, _I64),
     "tscript_max_pool2d_f32": (_P, _P, _P),
     "tscript_max_pool2d_f64": (_P, _P, _P),
     "tscript_sgemm_f32": (_I32, _I32, _I64, _I64, _I64, _P, _I64, _P, _I64, _F32, _P, _I64, _P),
@@ -127,7 +129,11 @@ def _by_columns(lib: _Library, x, weight, bias, dims: tuple, groups: int, y) -> 
     (n, c, h, w), (o, cg, kh, kw), (oh, ow) = x.shape, weight.shape, y.shape[2:]
     og, k, length = o // groups, cg * kh * kw, oh * ow
     pointwise = kh == kw == 1 and dims[5:9] == (1, 1, 0, 0)
-    from .library.conv import packs_from_image
+    from .library.conv import images_per_gemm, packs_from_image
+    images = images_per_gemm(n, groups, length)
+    if images > 1 and "tscript_im2col_ld_f32" in lib.fn:
+        _small_images(lib, x, weight, bias, dims, images, y)
+        return
     implicit = lib.fn.get("tscript_sgemm_conv_f32") if packs_from_image((kh, kw), dims[6], og, length) else None
     buffers = _scratch(0 if pointwise or implicit else k * length, lib.pack_bytes(og, length, k))
     col, pack = (_address(a) for a in buffers)
@@ -148,6 +154,36 @@ def _by_columns(lib: _Library, x, weight, bias, dims: tuple, groups: int, y) -> 
                 columns(image, col)
             sgemm(NO_TRANS, NO_TRANS, og, length, k, wg, k, image if columns is None else col, length, beta, yg, length,
                   pack)
+
+
+def _small_images(lib: _Library, x, weight, bias, dims: tuple, images: int, y) -> None:
+    """A one-group convolution of small images (7x7, 14x14), `images` at a time, as the entry runs it:
+    their columns side by side (packed from the images, or im2col'd), one GEMM of images * L columns
+    into a scratch, then each image's (O, L) block into `y` plus the bias (one GEMM per image would
+    waste much of the micro-kernel on its edge panel: 49 columns of 64)."""
+    from .library.conv import packs_from_image
+    (n, c, h, w), (o, k), length = x.shape, (weight.shape[0], weight[0].size), y.shape[2] * y.shape[3]
+    implicit = lib.fn.get("tscript_sgemm_conv_f32") if packs_from_image(dims[3:5], dims[6], o, images * length) \
+        else None
+    col, pack = (_address(a) for a in _scratch(0 if implicit else k * images * length,
+                                                lib.pack_bytes(o, images * length, k)))
+    product = np.empty(o * images * length, np.float32)  # (O, ld) for each chunk's ld
+    geo, at, wa = np.array(dims, np.int64), _address(product), _address(weight)
+    for first in range(0, n, images):
+        count = min(images, n - first)
+        ld, image = count * length, _address(x) + 4 * first * c * h * w
+        if implicit:
+            implicit(o, ld, k, wa, k, _address(geo), image, c * h * w, 0.0, at, ld, pack, None, None)
+        else:
+            for i in range(count):
+                lib.fn["tscript_im2col_ld_f32"](_address(geo), image + 4 * i * c * h * w, col + 4 * i * length, ld)
+            lib.fn["tscript_sgemm_f32"](NO_TRANS, NO_TRANS, o, ld, k, wa, k, col, ld, 0.0, at, ld, pack)
+        block = product[:o * ld].reshape(o, count, length).transpose(1, 0, 2)
+        target = y[first:first + count].reshape(count, o, length)
+        if bias is None:
+            target[...] = block
+        else:
+            np.add(block, bias[:, None], out=target)
 
 
 def conv_transpose2d(x, weight, bias, stride, padding, dilation, groups: int, out):
