@@ -172,15 +172,17 @@ def _check_kind(node: dict) -> None:
             raise ModelError(f"{kind} takes keys and values (an even number of inputs), got {n_in}")
     elif kind in OPS:
         op = OPS[kind]
-        _count(kind, "inputs", n_in, op.n_required, len(op.schema.args), f" ({op.schema})")
-        _count(kind, "outputs", n_out, len(op.schema.returns), len(op.schema.returns), f" ({op.schema})")
+        _count(kind, "inputs", n_in, op.n_required, len(op.schema.args), op.schema)
+        _count(kind, "outputs", n_out, len(op.schema.returns), len(op.schema.returns), op.schema)
 
 
-def _count(kind: str, what: str, n: int, lo: int, hi: int | None, schema: str = "") -> None:
+def _count(kind: str, what: str, n: int, lo: int, hi: int | None, schema=None) -> None:
+    """`n` of `what` must be lo..hi (hi None: no limit); the error quotes the op's `schema` if given
+    (formatted only then: a graph has thousands of nodes)."""
     if n < lo or (hi is not None and n > hi):
         wanted = str(lo) if lo == hi else f"at least {lo}" if hi is None else f"{lo} to {hi}"
         noun = what[:-1] if wanted == "1" else what  # "1 input"
-        raise ModelError(f"{kind} takes {wanted} {noun}{schema}, got {n}")
+        raise ModelError(f"{kind} takes {wanted} {noun}{'' if schema is None else f' ({schema})'}, got {n}")
 
 
 def _blocks(kind: str, blocks: list, n: int, params: int, returns: int) -> None:
