@@ -52,6 +52,28 @@ def test_adaptive_avg_pool2d(size, out):
     check(lambda t: F.adaptive_avg_pool2d(t, out) + 0, x)
 
 
+@pytest.mark.parametrize("pool", ["max", "avg", "adaptive"])
+@pytest.mark.parametrize("shape", [(3, 23, 40, 36), (1, 1, 300, 260), (8, 64, 28, 28)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_large_poolings_split_their_planes_over_both_threads(pool, shape, dtype, monkeypatch):
+    """From POOL_SPLIT input values a pooling's planes go in two halves to both threads (an odd count,
+    one plane: the second half gets the rest, or all); the result is eager's, ceil_mode and padding
+    included, with and without the worker."""
+    from tscript_runtime.native import entry
+    from tscript_runtime.threads import set_num_threads
+    assert shape[0] * shape[1] * shape[2] * shape[3] >= entry.POOL_SPLIT
+    fn = {"max": lambda t: F.max_pool2d(t, 3, 2, 1, 1, True) * 1,
+          "avg": lambda t: F.avg_pool2d(t, 3, 2, 1, True, False) * 1,
+          "adaptive": lambda t: F.adaptive_avg_pool2d(t, (5, 3)) * 1}[pool]
+    x = np.random.default_rng(sum(shape)).standard_normal(shape)
+    check(fn, x, dtype=dtype)
+    set_num_threads(1)
+    try:
+        check(fn, x, dtype=dtype)
+    finally:
+        set_num_threads(2)
+
+
 @settings(max_examples=15, deadline=None)
 @given(st.integers(1, 4), st.integers(1, 3), st.integers(1, 3), st.sampled_from([1, 3]), st.integers(0, 1),
        st.integers(1, 2), st.booleans(), st.sampled_from([np.float32, np.float64]))

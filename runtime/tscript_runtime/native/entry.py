@@ -10,7 +10,7 @@ import numpy as np
 from llvmlite import ir
 
 from ..entry_layout import EntryLayout
-from ..entry_steps import (AVG_POOLS, AVG_SLOTS, CONVS, CONVT_SLOTS, CONV_SLOTS, FILL_SLOTS, GATHER_SLOTS,
+from ..entry_steps import (AVG_POOLS, AVG_SLOTS, CONVS, CONVT_SLOTS, CONV_SLOTS, FILL_SLOTS, GATHER_SLOTS, GEOMETRY,
                            GEMM_SLOTS, MAX_BATCH_RANK, NO_TRANS, RECURRENT_SLOTS, REDUCE_SLOTS, SPLIT_COLUMNS, TRANS,
                            BACKWARD_SLOTS, CatStep, DrawStep, EMBED_SLOTS, EmbedStep, FillStep, GatherStep, GemmStep,
                            KernelStep, RecurrentBackwardStep, RecurrentStep, ReduceStep,
@@ -33,6 +33,7 @@ ROW_MAJOR = 101
 IM2COL_SPLIT = 1 << 16  # column elements from which a convolution's im2col splits over two threads
 CONV_SPLIT = 1 << 17  # multiply-adds from which a convolution's register-blocked GEMM splits in column halves
 DEPTHWISE_SPLIT = 1 << 15  # multiply-adds from which a depthwise convolution's planes split over two threads
+POOL_SPLIT = 1 << 16  # input values from which a pooling's planes split over two threads
 REDUCE_FLAGS = ("reassoc", "contract", "nsz", "arcp", "afn")  # a window's sum may be reordered (vectorized)
 
 
@@ -222,7 +223,7 @@ class _Emitter:
         if step.kind not in CONVS:
             fn = _avg_pool_function(self.module, dtype) if step.kind in AVG_POOLS else \
                 library.declare(self.module, f"tscript_max_pool2d_{_suffix(dtype)}")
-            b.call(fn, [dims, *(b.bitcast(self.pointer(v), fty.as_pointer()) for v in (step.input, step.out))])
+            _pool(self.module, b, fn, step.kind in AVG_POOLS, dims, [self.pointer(v) for v in (step.input, step.out)])
             return
         if step.kind == "aten::conv_transpose2d":
             fn, slots = conv_transpose_function(self.module, dtype), CONVT_SLOTS
@@ -525,6 +526,52 @@ def _pointwise(b: ir.IRBuilder, slot: dict):
     """Is the convolution 1x1, stride 1, unpadded (its im2col columns are its input as it is)?"""
     tests = [b.icmp_signed("==", slot[s], I64(1 if s[0] in "ks" else 0)) for s in ("kh", "kw", "sh", "sw", "ph", "pw")]
     return functools.reduce(b.and_, tests)
+
+
+def _pool(module: ir.Module, b: ir.IRBuilder, pool: ir.Function, average: bool, dims, pointers: list) -> None:
+    """A pooling `pool(dims, x, y)` (GEOMETRY or, `average`, AVG_SLOTS at dims; its planes first) over
+    all its planes: from POOL_SPLIT input values, its two halves of planes at once."""
+    slots = AVG_SLOTS if average else GEOMETRY
+    d = _slots(b, dims, slots)
+    planes = d[slots[0]]
+    work = b.mul(planes, b.mul(d["H"], d["W"]))  # (the input's values, each read about once or a few times)
+    part = _pool_part(module, pool, slots)
+    array = stack(b, I8P, pointers)
+    ptrs = b.bitcast(array, I8P)
+    null = ir.Constant(F64.as_pointer(), None)
+    with b.if_else(b.and_(b.icmp_signed(">=", work, I64(POOL_SPLIT)), b.icmp_signed(">=", planes, I64(2)))) \
+            as (halves, whole):
+        with halves:
+            cut = b.sdiv(planes, I64(2))
+            b.call(library.declare(module, "tscript_parallel2"),
+                   [b.bitcast(part, I8P), stack(b, I64, [I64(0), cut]), ptrs, stack(b, I64, [cut, planes]), ptrs,
+                    dims, null])
+        with whole:
+            b.call(part, [stack(b, I64, [I64(0), planes]), array, dims, null])
+
+
+def _pool_part(module: ir.Module, pool: ir.Function, slots: tuple) -> ir.Function:
+    """`void <pool>_part(i64* [first, end), i8** [x, y], i64* dims, double*)`: planes first..end of the
+    pooling `pool` (its dims copied with end - first planes), in the kernel ABI tscript_parallel2 runs."""
+    name = f"{pool.name}_part"
+    try:
+        return module.get_global(name)
+    except KeyError:
+        pass
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), I8P.as_pointer(), I64.as_pointer(),
+                                                             F64.as_pointer()]), name)
+    fn.linkage = "internal"
+    sizes, ptrs, dims, _ = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    d = _slots(b, dims, slots)
+    first, end = b.load(sizes), b.load(b.gep(sizes, [I64(1)]))
+    own = stack(b, I64, [b.sub(end, first)] + [d[s] for s in slots[1:]])
+    fp = pool.args[1].type
+    x, y = (b.bitcast(b.load(b.gep(ptrs, [I64(k)])), fp) for k in range(2))
+    b.call(pool, [own, b.gep(x, [b.mul(first, b.mul(d["H"], d["W"]))]),
+                  b.gep(y, [b.mul(first, b.mul(d["OH"], d["OW"]))])])
+    b.ret_void()
+    return fn
 
 
 def _avg_pool_function(module: ir.Module, dtype) -> ir.Function:
