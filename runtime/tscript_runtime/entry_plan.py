@@ -14,7 +14,7 @@ import numpy as np
 from .arena import place
 from .entry_layout import EntryLayout
 from .entry_steps import (DRAWS, DRAWS_INTO, ALIASES, AVG_POOLS, CONVS, GEOMETRY, GEMMS, GEMM_DTYPES, GEMM_SLOTS, MAX_BATCH_RANK,
-                          NO_TRANS, OFFSET_VIEWS, RECURRENT_SLOTS, SHAPE_READS, SPLIT_COLUMNS, STRIDED_VIEWS, TRANS,
+                          LONG_K, NO_TRANS, OFFSET_VIEWS, RECURRENT_SLOTS, SHAPE_READS, SPLIT_COLUMNS, STRIDED_VIEWS, TRANS,
                           VIEW_LISTS, BACKWARD_SLOTS, CatStep, DrawStep, EMBED_SLOTS, EmbedStep, FILLS, FILL_SLOTS, FillStep,
                           GatherStep, GemmStep, KernelStep, RecurrentBackwardStep, RecurrentStep, ReduceStep,
                           ScatterStep, WindowStep, window_slots, COLUMN_SLOTS, UPDATE_SLOTS, ColumnsStep,
@@ -330,9 +330,10 @@ def _pack_bytes(m: int, n: int, k: int) -> int:
 def _packed(step: GemmStep | RecurrentBackwardStep, trans_a: int, m: int, n: int, k: int) -> bool:
     """Does the product go to the kernel library's packed GEMM (native/entry.py `_product_function`)?
     float32 with several rows and columns, unless it is for the register-blocked GEMMs (a row-major A
-    of 3..small_m rows, or fewer rows whose product splits in column halves)."""
+    of 3..small_m rows, or fewer rows whose product splits in column halves; K under LONG_K when more
+    than 4 rows)."""
     splits = m * n * k >= step.split_min and n >= 2 * SPLIT_COLUMNS
-    few = m <= step.small_m and (m >= 3 or splits) and trans_a == NO_TRANS
+    few = m <= step.small_m and (m >= 3 or splits) and trans_a == NO_TRANS and not (k >= LONG_K and m > 4)
     return step.function == "cblas_sgemm" and m > 1 and n > 1 and not few
 
 

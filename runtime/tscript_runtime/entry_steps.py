@@ -119,6 +119,9 @@ BACKWARD_SLOTS = ("T", "B", "H", "relu", "reverse", "scratch", "pack",
                   *(f"{g}_{s}" for g in ("first", "rest", "back") for s in GEMM_SLOTS[:9]))
 NO_TRANS, TRANS = 111, 112  # CBLAS_TRANSPOSE
 SPLIT_COLUMNS = 32  # a split library GEMM's halves start at a multiple of this many columns
+# a product of more than 4 rows with a longer K goes to the packed GEMM, not the register-blocked GEMMs
+# (they stream B once per 4 rows: a convolution's weight gradient, K = its output positions, ran 6x slower)
+LONG_K = 4096
 GEMM_DTYPES = {dt.float32: "cblas_sgemm", dt.float64: "cblas_dgemm"}
 FLOAT_SUFFIX = {dt.float32: "f32", dt.float64: "f64"}
 _TENSOR_TYPE = re.compile(r"(Tensor|Float|Double|Int|Long|Bool)(\(|\Z)")

@@ -404,6 +404,10 @@ PACKED = {  # products of more rows than the register-blocked GEMMs take: the ke
     "addmm full bias": (lambda c, a, b: ts.addmm(c, a, b), ((70, 90), (70, 40), (40, 90))),
     "addmm bias rows of a wider matrix": (lambda c, a, b: ts.addmm(c[:, 5:95], a, b), ((70, 100), (70, 40), (40, 90))),
     "addmm one bias row": (lambda c, a, b: ts.addmm(c, a, b), ((1, 90), (70, 40), (40, 90))),
+    # few rows but K from LONG_K (a convolution's weight gradient: K its output positions): B streamed once,
+    # not once per 4 rows; a transposed B and a row-major one, rows not a multiple of the micro-panel's
+    "few rows, long K, transposed B": (lambda a, b: a @ b.t() + 0, ((16, 5000), (27, 5000))),
+    "few rows, long K": (lambda a, b: a @ b + 0, ((7, 4100), (4100, 40))),
 }
 
 

@@ -11,7 +11,7 @@ from llvmlite import ir
 
 from ..entry_layout import EntryLayout
 from ..entry_steps import (AVG_POOLS, AVG_SLOTS, CONVS, CONVT_SLOTS, CONV_SLOTS, FILL_SLOTS, GATHER_SLOTS, GEOMETRY,
-                           GEMM_SLOTS, MAX_BATCH_RANK, NO_TRANS, RECURRENT_SLOTS, REDUCE_SLOTS, SPLIT_COLUMNS, TRANS,
+                           GEMM_SLOTS, LONG_K, MAX_BATCH_RANK, NO_TRANS, RECURRENT_SLOTS, REDUCE_SLOTS, SPLIT_COLUMNS, TRANS,
                            BACKWARD_SLOTS, CatStep, DrawStep, EMBED_SLOTS, EmbedStep, FillStep, GatherStep, GemmStep,
                            KernelStep, RecurrentBackwardStep, RecurrentStep, ReduceStep,
                            ScatterStep, WindowStep, ColumnsStep, PoolIndicesStep, UpdateStep)
@@ -689,6 +689,8 @@ def _product_function(module: ir.Module, function: str, small_m: int, split_min:
             row_nt = b.and_(b.icmp_signed("==", m, I64(1)), b.icmp_signed("==", tb, I32(TRANS)))
             few = b.and_(b.icmp_signed("<=", m, I64(small_m)),
                          b.or_(b.or_(b.icmp_signed(">=", m, I64(3)), _splits(b, m, n, k, split_min)), row_nt))
+            long_k = b.and_(b.icmp_signed(">=", k, I64(LONG_K)), b.icmp_signed(">", m, I64(4)))
+            few = b.and_(few, b.not_(long_k))  # (entry_plan._packed decides the same)
             library_gemm = b.and_(few, b.icmp_signed("==", ta, I32(NO_TRANS)))
         # the packed GEMM adds the bias to each finished block of C (in L1) rather than C being filled
         # with it first (a serial pass over C, which the GEMM then reads back)
