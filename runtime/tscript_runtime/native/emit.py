@@ -89,10 +89,11 @@ def compile_ahead(jobs: list) -> None:
             module = emit_module(plan)
             todo.append((key, str(module), declared_functions(module)))
     seconds = [len(text) * MODEL_IR_SECONDS_PER_BYTE for _, text, _ in todo]
-    best, child = sum(seconds), None  # (all here)
-    for i, s in enumerate(seconds):
-        if child_builds.enabled() and max(CHILD_START + s, sum(seconds) - s) < best:
-            best, child = max(CHILD_START + s, sum(seconds) - s), i
+    total = sum(seconds)
+    finish = {i: max(CHILD_START + s, total - s) for i, s in enumerate(seconds)} if child_builds.enabled() else {}
+    child = min(finish, key=finish.get, default=None)  # (the first of equals)
+    if child is not None and finish[child] >= total:
+        child = None  # all here: a child would not finish sooner
     for i, (key, text, declared) in enumerate(todo):
         if i == child:
             child_builds.build_object(key, text, declared)

@@ -24,7 +24,7 @@ from llvmlite import ir
 
 from ...entry_steps import GEOMETRY
 from .gemm import _intrinsic
-from .loops import carried, counted, smax, smin
+from .loops import carried, counted, smax, smin, splat
 
 I32, I64 = ir.IntType(32), ir.IntType(64)
 VECTOR_BYTES = 64  # one AVX-512 register
@@ -301,8 +301,7 @@ def _numbers(values, ty=I32):
 
 
 def _splat(b, value, n: int):
-    undef = ir.Constant(ir.VectorType(value.type, n), None)
-    return b.shuffle_vector(b.insert_element(undef, value, I32(0)), undef, _numbers([0] * n))
+    return splat(b, value, ir.VectorType(value.type, n))
 
 
 def _interval(b, lo, hi, n: int):
