@@ -113,7 +113,7 @@ def test_small_images_share_one_gemm(case):
 @pytest.mark.parametrize("n, c, out, size, kernel, stride", [
     (8, 64, 48, 7, 3, 1),    # ResNet's last layers' size: all 8 images in one GEMM
     (5, 16, 24, 14, 3, 1),   # 196 columns an image: 5 images in one GEMM (BATCH_COLUMNS 1024)
-    (7, 8, 40, 16, 1, 1),    # 1x1 stride 1: the images copied side by side too (256 columns: 4 + 3)
+    (7, 8, 40, 16, 1, 1),    # 1x1 stride 1: packed from the images too (256 columns: 4 + 3 a GEMM)
     (3, 8, 33, 12, 1, 2),
 ])
 def test_batched_layers(n, c, out, size, kernel, stride, dtype):

@@ -163,8 +163,8 @@ def _small_images(lib: _Library, x, weight, bias, dims: tuple, images: int, y) -
     waste much of the micro-kernel on its edge panel: 49 columns of 64)."""
     from .library.conv import packs_from_image
     (n, c, h, w), (o, k), length = x.shape, (weight.shape[0], weight[0].size), y.shape[2] * y.shape[3]
-    implicit = lib.fn.get("tscript_sgemm_conv_f32") if packs_from_image(dims[3:5], dims[6], o, images * length) \
-        else None
+    implicit = lib.fn.get("tscript_sgemm_conv_f32") if packs_from_image(dims[3:5], dims[6], o, images * length,
+                                                                              images) else None
     col, pack = (_address(a) for a in _scratch(0 if implicit else k * images * length,
                                                 lib.pack_bytes(o, images * length, k)))
     product = np.empty(o * images * length, np.float32)  # (O, ld) for each chunk's ld

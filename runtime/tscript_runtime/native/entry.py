@@ -358,7 +358,7 @@ def _conv_batched(module, fn, b: ir.IRBuilder, dtype, small_m: int, slot: dict, 
     fty = ir.FloatType() if dtype == np.float32 else F64
     o, k, length = slot["O"], slot["K"], slot["L"]
     image_in, image_out = b.mul(b.mul(slot["C"], slot["H"]), slot["W"]), b.mul(o, length)
-    implicit = _packs_from_image(b, dtype, slot, b.mul(images, length))  # (no columns: the product is all there is)
+    implicit = _packs_from_image(b, dtype, slot, b.mul(images, length), batched=True)  # (no columns: the product is all there is)
     product = b.select(implicit, col, b.gep(col, [b.mul(b.mul(k, images), length)]))
     im2col = library.declare(module, f"tscript_im2col_ld_{_suffix(dtype)}")
     chunks = b.sdiv(b.add(slot["N"], b.sub(images, I64(1))), images)
@@ -433,15 +433,15 @@ def _conv_group(module, fn, b: ir.IRBuilder, dtype, small_m: int, slot: dict, ar
                           finish)
 
 
-def _packs_from_image(b: ir.IRBuilder, dtype, slot: dict, columns):
+def _packs_from_image(b: ir.IRBuilder, dtype, slot: dict, columns, batched: bool = False):
     """library.conv's implicit_columns and packs_from_image in IR (the planner sized the scratch by them):
-    does the product of `columns` columns pack them straight from the image?"""
+    does the product of `columns` columns (`batched`: of several images) pack them straight from the image?"""
     from .library.conv import implicit_columns
     if not implicit_columns(dtype):
         return I1(0)
     one_by_one = b.and_(b.icmp_signed("==", slot["kh"], I64(1)), b.icmp_signed("==", slot["kw"], I64(1)))
     wide = b.or_(b.icmp_signed("==", slot["sw"], I64(1)), b.icmp_signed(">=", columns, slot["O"]))
-    return b.and_(b.not_(one_by_one), wide)
+    return wide if batched else b.and_(b.not_(one_by_one), wide)
 
 
 def _implicit_product(module, b: ir.IRBuilder, args: list, accumulate, pack, finish: tuple | None = None) -> None:
