@@ -107,6 +107,19 @@ def test_cat(dim):
     check(lambda x, y: ts.cat([x.relu(), y * 2, x], dim), a, b)
 
 
+@pytest.mark.parametrize("batch, widths, dim", [(8, (64, 64), 1), (1, (16, 48, 3), 1), (3, (40, 1), -1), (1, (70,), 0)])
+def test_cat_big_enough_to_split(batch, widths, dim):
+    """cats of at least CAT_SPLIT bytes copy their (row, input) pieces on two threads: rows of
+    unequal pieces, one row of several pieces, an odd count of pieces, a single piece."""
+    from tscript_runtime.native.entry import CAT_SPLIT
+    rng = np.random.default_rng(len(widths) + batch)
+    shapes = [(batch, w, 32, 32) if dim == 1 else (batch, 4, 64, 8 * w) if dim == -1 else (w, 16, 64)
+              for w in widths]
+    parts = [rng.standard_normal(s) for s in shapes]
+    assert sum(p.size for p in parts) * 4 >= CAT_SPLIT
+    check(lambda *xs: ts.cat([x * 2 for x in xs], dim), *parts)
+
+
 def test_cat_of_an_empty_part_and_float64():
     a, b = np.random.default_rng(0).standard_normal((3, 0)), np.random.default_rng(1).standard_normal((3, 5))
     check(lambda x, y: ts.cat([x + 1, y.exp()], 1), a, b, dtype=np.float64)

@@ -34,6 +34,7 @@ IM2COL_SPLIT = 1 << 16  # column elements from which a convolution's im2col spli
 CONV_SPLIT = 1 << 17  # multiply-adds from which a convolution's register-blocked GEMM splits in column halves
 DEPTHWISE_SPLIT = 1 << 15  # multiply-adds from which a depthwise convolution's planes split over two threads
 POOL_SPLIT = 1 << 16  # input values from which a pooling's planes split over two threads
+CAT_SPLIT = 1 << 18  # output bytes from which a cat's pieces split over two threads
 REDUCE_FLAGS = ("reassoc", "contract", "nsz", "arcp", "afn")  # a window's sum may be reordered (vectorized)
 
 
@@ -146,11 +147,25 @@ class _Emitter:
         b.call(fn, [b.gep(self.plan_p, [I64(step.dims)]), *pointers, scratch])
 
     def cat(self, step: CatStep) -> None:
+        """Each input's rows into their places in the output's rows; from CAT_SPLIT bytes, the (row,
+        input) pieces in two halves on two threads."""
         b = self.b
-        out, rows, row = self.pointer(step.out), self.plan(step.dims), self.plan(step.dims + 1)
-        for k, v in enumerate(step.inputs):
-            offset, size = self.plan(step.dims + 2 + 2 * k), self.plan(step.dims + 3 + 2 * k)
-            _copy_rows(self.module, self.fn, b, b.gep(out, [offset]), self.pointer(v), rows, row, size)
+        pointers = [self.pointer(step.out)] + [self.pointer(v) for v in step.inputs]
+        ptrs = b.bitcast(stack(b, I8P, [b.bitcast(p, I8P) for p in pointers]), I8P)
+        dims = b.gep(self.plan_p, [I64(step.dims)])
+        rows, row = self.plan(step.dims), self.plan(step.dims + 1)
+        pieces = b.mul(rows, I64(len(step.inputs)))
+        part = _cat_part(self.module, len(step.inputs))
+        null = ir.Constant(F64.as_pointer(), None)
+        with b.if_else(b.and_(b.icmp_signed(">=", b.mul(rows, row), I64(CAT_SPLIT)), b.icmp_signed(">=", pieces, I64(2)))) \
+                as (halves, whole):
+            with halves:
+                cut = b.sdiv(pieces, I64(2))
+                b.call(library.declare(self.module, "tscript_parallel2"),
+                       [b.bitcast(part, I8P), stack(b, I64, [I64(0), cut]), ptrs, stack(b, I64, [cut, pieces]), ptrs,
+                        dims, null])
+            with whole:
+                b.call(part, [stack(b, I64, [I64(0), pieces]), ptrs, dims, null])
 
     def gather(self, step: GatherStep) -> None:
         self._indexed(_helper(self.module, f"tscript_{step.kind[6:]}", 3, _gather_body(step.kind)),
@@ -268,13 +283,6 @@ def _index(b: ir.IRBuilder, index, d: dict, i):
 def _wrapped(b: ir.IRBuilder, picked, n):
     """A Python-style index: negative ones count from the end."""
     return b.select(b.icmp_signed("<", picked, I64(0)), b.add(picked, n), picked)
-
-
-def _copy_rows(module, fn, b: ir.IRBuilder, dst, src, rows, dst_step, size) -> None:
-    """`rows` rows of `size` bytes from `src` (rows `size` apart) to `dst` (rows `dst_step` apart)."""
-    memcpy = module.declare_intrinsic("llvm.memcpy", [I8P, I8P, I64])
-    with counted(b, fn, I64(0), rows, 1, "copy") as i:
-        b.call(memcpy, [b.gep(dst, [b.mul(i, dst_step)]), b.gep(src, [b.mul(i, size)]), size, ir.IntType(1)(0)])
 
 
 def _conv_function(module: ir.Module, function: str, dtype, small_m: int, direct: bool | None = None) -> ir.Function:
@@ -526,6 +534,41 @@ def _pointwise(b: ir.IRBuilder, slot: dict):
     """Is the convolution 1x1, stride 1, unpadded (its im2col columns are its input as it is)?"""
     tests = [b.icmp_signed("==", slot[s], I64(1 if s[0] in "ks" else 0)) for s in ("kh", "kw", "sh", "sw", "ph", "pw")]
     return functools.reduce(b.and_, tests)
+
+
+def _cat_part(module: ir.Module, inputs: int) -> ir.Function:
+    """`void tscript_cat<inputs>_part(i64* [first, end), i8* [out, inputs...], i64* dims, double*)`: the
+    pieces first..end of a cat of `inputs` inputs (piece p: row p // inputs of input p % inputs; the
+    step's slots at dims: rows, an output row's bytes, then each input's offset in it and bytes), in the
+    kernel ABI tscript_parallel2 runs."""
+    name = f"tscript_cat{inputs}_part"
+    try:
+        return module.get_global(name)
+    except KeyError:
+        pass
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), I8P, I64.as_pointer(),
+                                                             F64.as_pointer()]), name)
+    fn.linkage = "internal"
+    span, ptrs8, dims, _ = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    ptrs = b.bitcast(ptrs8, I8P.as_pointer())
+    table = ir.ArrayType(I8P, inputs)
+    sources = b.alloca(table)  # (input k's pointer, offset and bytes, looked up by k)
+    offsets, sizes = b.alloca(ir.ArrayType(I64, inputs)), b.alloca(ir.ArrayType(I64, inputs))
+    for k in range(inputs):
+        b.store(b.load(b.gep(ptrs, [I64(k + 1)])), b.gep(sources, [I64(0), I64(k)]))
+        b.store(b.load(b.gep(dims, [I64(2 + 2 * k)])), b.gep(offsets, [I64(0), I64(k)]))
+        b.store(b.load(b.gep(dims, [I64(3 + 2 * k)])), b.gep(sizes, [I64(0), I64(k)]))
+    out, row = b.load(ptrs), b.load(b.gep(dims, [I64(1)]))
+    memcpy = module.declare_intrinsic("llvm.memcpy", [I8P, I8P, I64])
+    with counted(b, fn, b.load(span), b.load(b.gep(span, [I64(1)])), 1, "piece") as p:
+        r, k = b.sdiv(p, I64(inputs)), b.srem(p, I64(inputs))
+        size = b.load(b.gep(sizes, [I64(0), k]))
+        dst = b.gep(out, [b.add(b.mul(r, row), b.load(b.gep(offsets, [I64(0), k])))])
+        b.call(memcpy, [dst, b.gep(b.load(b.gep(sources, [I64(0), k])), [b.mul(r, size)]), size,
+                        ir.IntType(1)(0)])
+    b.ret_void()
+    return fn
 
 
 def _pool(module: ir.Module, b: ir.IRBuilder, pool: ir.Function, average: bool, dims, pointers: list) -> None:
