@@ -24,6 +24,7 @@ from .library.depthwise import bias_of
 from .recurrent import recurrent_function
 from .recurrent_backward import backward_function
 from .library.loops import carried, counted, smax, smin, stack
+from .library.parallel import kernel_abi
 from .library.gemm import COL_BLOCKS
 
 I1, I8, I32, I64, F64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.DoubleType()
@@ -234,7 +235,6 @@ class _Emitter:
         b = self.b
         dims = b.gep(self.plan_p, [I64(step.dims)])
         dtype = np.dtype(np.float32 if step.function.endswith("f32") else np.float64)
-        fty = ir.FloatType() if dtype == np.float32 else F64
         if step.kind not in CONVS:
             fn = _avg_pool_function(self.module, dtype) if step.kind in AVG_POOLS else \
                 library.declare(self.module, f"tscript_max_pool2d_{_suffix(dtype)}")
@@ -541,13 +541,9 @@ def _cat_part(module: ir.Module, inputs: int) -> ir.Function:
     pieces first..end of a cat of `inputs` inputs (piece p: row p // inputs of input p % inputs; the
     step's slots at dims: rows, an output row's bytes, then each input's offset in it and bytes), in the
     kernel ABI tscript_parallel2 runs."""
-    name = f"tscript_cat{inputs}_part"
-    try:
-        return module.get_global(name)
-    except KeyError:
-        pass
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), I8P, I64.as_pointer(),
-                                                             F64.as_pointer()]), name)
+    fn, new = kernel_abi(module, f"tscript_cat{inputs}_part")
+    if not new:
+        return fn
     fn.linkage = "internal"
     span, ptrs8, dims, _ = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))

@@ -15,8 +15,9 @@ from llvmlite import ir
 
 from ...entry_steps import GEOMETRY
 from .conv import FLOATS, define_im2col
+from .parallel import kernel_abi
 
-I8, I64, F64 = ir.IntType(8), ir.IntType(64), ir.DoubleType()
+I8, I64 = ir.IntType(8), ir.IntType(64)
 I8P = I8.as_pointer()
 PREFIX = "tscript_im2col_part"
 
@@ -25,13 +26,10 @@ def define_im2col_part(module: ir.Module, dtype) -> ir.Function:
     """Define (once per module; return the existing one if already defined) the function above."""
     fty, suffix = FLOATS[np.dtype(dtype)]
     name = f"{PREFIX}_{suffix}"
-    try:
-        return module.get_global(name)
-    except KeyError:
-        pass
+    fn, new = kernel_abi(module, name)
+    if not new:
+        return fn
     im2col = define_im2col(module, dtype)
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), I8P, I64.as_pointer(),
-                                                             F64.as_pointer()]), name)
     channels, ptrs8, geo, _ = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     first, last = b.load(channels), b.load(b.gep(channels, [I64(1)]))

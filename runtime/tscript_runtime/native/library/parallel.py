@@ -32,6 +32,16 @@ _SYNC = ("state", "owner", "sleeping", "started")  # i32 flags
 _JOB = ("fn", "sizes", "ptrs", "strides", "scalars")
 
 
+def kernel_abi(module: ir.Module, name: str) -> tuple[ir.Function, bool]:
+    """`name` in `module`: the function already there and False, or a new function of the kernel ABI
+    (KERNEL: `void name(i64* sizes, i8* ptrs, i64* strides, f64* scalars)`, what tscript_parallel2
+    runs) and True, its body to be defined by the caller."""
+    try:
+        return module.get_global(name), False
+    except KeyError:
+        return ir.Function(module, KERNEL, name), True
+
+
 def define_pool(module: ir.Module) -> None:
     """Define (once per module) the pool's globals and its three functions in `module`."""
     if PARALLEL2 in module.globals:

@@ -23,8 +23,9 @@ from ...entry_steps import CONVT_SLOTS
 from .conv import FLOATS
 from .depthwise import bias_of
 from .loops import counted
+from .parallel import kernel_abi
 
-I8, I64, F64 = ir.IntType(8), ir.IntType(64), ir.DoubleType()
+I8, I64 = ir.IntType(8), ir.IntType(64)
 I8P = I8.as_pointer()
 PREFIX = "tscript_conv_transpose_add"
 POINTERS = ("cols", "out", "bias")  # the order of `ptrs`
@@ -50,12 +51,9 @@ def define_overlap_add(module: ir.Module, dtype) -> ir.Function:
     """Define (once per module; return the existing one if already defined) the function above."""
     fty, suffix = FLOATS[np.dtype(dtype)]
     name = f"{PREFIX}_{suffix}"
-    try:
-        return module.get_global(name)
-    except KeyError:
-        pass
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), I8P, I64.as_pointer(),
-                                                             F64.as_pointer()]), name)
+    fn, new = kernel_abi(module, name)
+    if not new:
+        return fn
     part, ptrs8, dims, _ = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     first, end, images = (b.load(b.gep(part, [I64(k)])) for k in range(3))
