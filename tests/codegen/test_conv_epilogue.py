@@ -89,7 +89,9 @@ def test_random_convolutions(case):
 @pytest.mark.parametrize("shape, out_channels, kernel, stride, padding, groups, path", [
     ((2, 32, 24, 24), 70, (3, 3), (1, 1), (1, 1), 1, "packed GEMM: several K blocks, column blocks, a row tail"),
     ((1, 64, 30, 30), 16, (1, 1), (1, 1), (0, 0), 1, "packed GEMM on the input itself (1x1), split in halves"),
-    ((4, 16, 7, 7), 24, (3, 3), (1, 1), (1, 1), 1, "small images: one GEMM for several, epilogue after the copy"),
+    ((4, 16, 7, 7), 24, (3, 3), (1, 1), (1, 1), 1, "small images: one GEMM for several, each block spread to its images"),
+    ((8, 24, 14, 14), 40, (1, 1), (1, 1), (0, 0), 1, "small 1x1 images: 5 + 3 a GEMM, packed from the images"),
+    ((3, 8, 10, 10), 4, (3, 3), (2, 2), (1, 1), 1, "small images, few channels, blocks across images"),
     ((2, 12, 15, 15), 12, (3, 3), (2, 2), (1, 1), 12, "depthwise, 3x3 stride 2 (split rows)"),
     ((2, 32, 20, 20), 64, (3, 3), (1, 1), (1, 1), 32, "depthwise with a channel multiplier, split planes"),
     ((2, 8, 9, 9), 12, (3, 3), (1, 1), (0, 0), 4, "grouped"),

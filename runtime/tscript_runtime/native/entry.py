@@ -359,40 +359,78 @@ def _images_per_gemm(b: ir.IRBuilder, slot: dict):
 def _conv_batched(module, fn, b: ir.IRBuilder, dtype, small_m: int, slot: dict, images, args: list) -> None:
     """A one-group convolution of small images, `images` at a time: their im2col columns side by side
     in `col` (K, images*L) (or none: packed from the images), one GEMM into the scratch after them
-    (O, images*L), then each image's (O, L) block copied to `out` plus the bias (small late layers: one
-    GEMM of many columns instead of one per image, whose edge panels waste much of the micro-kernel);
-    each row, once copied, through the epilogue (`finish`: function and context, or null)."""
+    (O, images*L) whose every finished block goes to its images' places in `out` plus the bias, then
+    through the epilogue (`_spread_function`; `finish`: the epilogue's function and context, or null)
+    while it is in cache, on the thread that computed it (small late layers: one GEMM of many columns
+    instead of one per image, whose edge panels waste much of the micro-kernel)."""
     dims_p, x, w, bias, has_bias, out, col, pack, finish = args
-    fty = ir.FloatType() if dtype == np.float32 else F64
     o, k, length = slot["O"], slot["K"], slot["L"]
     image_in, image_out = b.mul(b.mul(slot["C"], slot["H"]), slot["W"]), b.mul(o, length)
     implicit = _packs_from_image(b, dtype, slot, b.mul(images, length), batched=True)  # (no columns: the product is all there is)
     product = b.select(implicit, col, b.gep(col, [b.mul(b.mul(k, images), length)]))
     im2col = library.declare(module, f"tscript_im2col_ld_{_suffix(dtype)}")
+    null = ir.Constant(I8P, None)
+    context = stack(b, I8P, [b.bitcast(product, I8P), null, b.select(has_bias, b.bitcast(bias, I8P), null),
+                             *finish, b.bitcast(dims_p, I8P)])
+    spread = (b.bitcast(_spread_function(module, dtype), I8P), b.bitcast(context, I8P))
     chunks = b.sdiv(b.add(slot["N"], b.sub(images, I64(1))), images)
     with counted(b, fn, I64(0), chunks, 1, "images") as chunk:
         first = b.mul(chunk, images)
         count = smin(b, images, b.sub(slot["N"], first))
         ld = b.mul(count, length)
+        b.store(b.bitcast(b.gep(out, [b.mul(first, image_out)]), I8P), b.gep(context, [I64(1)]))
         with b.if_else(implicit) as (taps, columns):
             with taps:
                 if dtype == np.float32:
                     _implicit_product(module, b, [o, ld, k, w, dims_p, b.gep(x, [b.mul(first, image_in)]), image_in,
-                                                  product], I1(0), pack)
+                                                  product], I1(0), pack, spread)
             with columns:
                 with counted(b, fn, I64(0), count, 1, "columns") as i:
                     b.call(im2col, [dims_p, b.gep(x, [b.mul(b.add(first, i), image_in)]),
                                     b.gep(col, [b.mul(i, length)]), ld])
-                _conv_product(module, b, dtype, small_m, [o, ld, k, w, col, ld, product, ld], I1(0), pack)
-        with counted(b, fn, I64(0), count, 1, "image") as i:
-            image = b.gep(out, [b.mul(b.add(first, i), image_out)])
-            with counted(b, fn, I64(0), o, 1, "channel") as c:
-                start = bias_of(b, has_bias, bias, c, fty)
-                src = b.gep(product, [b.add(b.mul(c, ld), b.mul(i, length))])
-                dst = b.gep(image, [b.mul(c, length)])
-                with counted(b, fn, I64(0), length, 1, "copy") as j:
-                    b.store(b.fadd(b.load(b.gep(src, [j], inbounds=True)), start), b.gep(dst, [j], inbounds=True))
-                _finish(b, finish, dst, I64(1), length)  # (the row just copied: still in L1)
+                _conv_product(module, b, dtype, small_m, [o, ld, k, w, col, ld, product, ld], I1(0), pack, spread)
+
+
+def _spread_function(module: ir.Module, dtype) -> ir.Function:
+    """`void tscript_conv_spread_<f32|f64>(i8** context, T* c, i64 rows, i64 cols, i64 ldc)`, once per
+    module, the epilogue of `_conv_batched`'s GEMM: the rows x cols block at c of the product (O,
+    images*L) to its places in the chunk's output images (O, L) each, plus the bias, each piece then
+    through the convolution's epilogue. `context`: {the product, the chunk's first output image, the
+    bias or null, the epilogue or null, its context, the CONV_SLOTS}."""
+    name = f"tscript_conv_spread_{_suffix(dtype)}"
+    try:
+        return module.get_global(name)
+    except KeyError:
+        pass
+    fty = ir.FloatType() if dtype == np.float32 else F64
+    fp = fty.as_pointer()
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I8P, fp, I64, I64, I64]), name)
+    fn.linkage = "internal"
+    context8, c, rows, cols, ldc = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    context = b.bitcast(context8, I8P.as_pointer())
+    product, images, bias8, epilogue, epilogue_context, dims8 = (b.load(b.gep(context, [I64(i)])) for i in range(6))
+    product, images, bias = (b.bitcast(p, fp) for p in (product, images, bias8))
+    dims = b.bitcast(dims8, I64.as_pointer())
+    o, length = (b.load(b.gep(dims, [I64(CONV_SLOTS.index(s))])) for s in ("O", "L"))
+    has_bias = b.icmp_unsigned("!=", bias8, ir.Constant(I8P, None))
+    at = b.sub(b.ptrtoint(c, I64), b.ptrtoint(product, I64))
+    at = b.sdiv(at, I64(np.dtype(dtype).itemsize))
+    row0, col0 = b.sdiv(at, ldc), b.srem(at, ldc)
+    end = b.add(col0, cols)
+    with counted(b, fn, I64(0), rows, 1, "row") as r:
+        channel, source = b.add(row0, r), b.gep(c, [b.mul(r, ldc)])
+        start = bias_of(b, has_bias, bias, channel, fty)
+        with counted(b, fn, b.sdiv(col0, length), b.add(b.sdiv(b.sub(end, I64(1)), length), I64(1)), 1, "image") as image:
+            lo = smax(b, col0, b.mul(image, length))
+            hi = smin(b, end, b.mul(b.add(image, I64(1)), length))
+            dst = b.gep(images, [b.add(b.mul(b.add(b.mul(image, o), channel), length), b.sub(lo, b.mul(image, length)))])
+            src = b.gep(source, [b.sub(lo, col0)])
+            with counted(b, fn, I64(0), b.sub(hi, lo), 1, "copy") as t:
+                b.store(b.fadd(b.load(b.gep(src, [t], inbounds=True)), start), b.gep(dst, [t], inbounds=True))
+            _finish(b, (epilogue, epilogue_context), dst, I64(1), b.sub(hi, lo))
+    b.ret_void()
+    return fn
 
 
 def _depthwise(module: ir.Module, b: ir.IRBuilder, dtype, dims_p, pointers: list, slot: dict) -> None:
