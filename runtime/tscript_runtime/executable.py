@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import warnings
 
-from .executor import ArrayDomain, Program
+from .executor import ArrayDomain, Program, check_constants
 from .graph_entry import GraphEntry
 from .graph_json import check_graph
 from .native_plan import NativePlan
@@ -38,11 +38,12 @@ class Executable:
     """A graph document with its tensor constants and native plan (None: no native code), ready to
     `run`; `reader` reads the parameters from the module argument (graph_entry.TreeReader: nested
     mappings). Several threads may run it at once. The document is checked (check_graph) here, unless
-    `checked` says its reader did."""
+    `checked` says its reader did; `text` is the JSON text it was parsed from, if it was (what the
+    object cache keys its code by, instead of the document serialized again)."""
 
     def __init__(self, graph: dict, constants: dict, plan: dict | None, reader=None, where: str = "graph",
-                 checked: bool = False):
-        self.graph, self.constants = graph, constants
+                 checked: bool = False, text: bytes | None = None):
+        self.graph, self.constants, self.text = graph, constants, text
         if not checked:  # (a saved model's graphs were checked as they were read)
             check_graph(graph)
         self.plan = NativePlan.from_json(plan, typed_graph(graph), graph) if plan is not None else None
@@ -50,13 +51,15 @@ class Executable:
         self.code = None
         self.entry: GraphEntry | None = None
         if self.plan is not None:
+            check_constants(graph, constants)  # (what building the program checks: the entry reads them too)
             self._link(reader, where)
-        self.program = Program(graph, ArrayDomain(constants, self.launchers))
+        # with an entry running the graph, the executor's program waits until a call needs it (`program`)
+        self._program = Program(graph, ArrayDomain(constants, self.launchers)) if self.entry is None else None
 
     def _link(self, reader, where: str) -> None:
         from .native.emit import link_native
         try:
-            self.code = link_native(self.graph, self.plan)
+            self.code = link_native(self.graph, self.plan, self.text)
         except Exception as e:  # no llvmlite, no BLAS, an LLVM error: the reference kernels still give the answer
             self.mode, self.reason = "reference", _reason(e)
             warnings.warn(f"{where}: native code cannot be used here ({self.reason}); its fusion groups run on the "
@@ -68,6 +71,15 @@ class Executable:
         if self.code.entry is not None:
             self.entry = GraphEntry(self.plan.layout, self.code.entry, self.code.launchers, self.constants, reader,
                                     self.code.library)
+
+    @property
+    def program(self) -> Program:
+        """The graph compiled for the executor: built here the first time it is needed when the
+        whole-graph entry runs the graph (a call the entry cannot plan, a profile). What building it
+        checks of the graph, that the constants it names are stored, was checked with the graph."""
+        if self._program is None:
+            self._program = Program(self.graph, ArrayDomain(self.constants, self.launchers))
+        return self._program
 
     @property
     def launchers(self) -> dict:

@@ -95,6 +95,21 @@ class ArrayDomain:
         return self.constants[ref.name]
 
 
+def check_constants(graph: dict, constants: dict) -> None:
+    """Every tensor constant `graph` (a checked document) names is in `constants`: what building its
+    Program in an ArrayDomain checks, for a caller that builds it later or never."""
+    stack = [graph["nodes"]]
+    while stack:
+        for node in stack.pop():
+            attrs = node.get("attrs", {})
+            value = attrs.get("value") if node["kind"] == "prim::Constant" else None
+            name = value.get("tensor") if isinstance(value, dict) and set(value) == {"tensor"} else None
+            if name is not None and (not isinstance(name, str) or name not in constants):
+                raise ModelError(f"graph refers to tensor constant '{name}', which is not stored")
+            stack.extend(b["nodes"] for b in node.get("blocks", []))
+            stack.extend(v["graph"]["nodes"] for v in attrs.values() if isinstance(v, dict) and set(v) == {"graph"})
+
+
 class Program:
     """A graph compiled for repeated execution in one domain."""
 

@@ -11,6 +11,7 @@ Attribute values are JSON scalars and lists, or tagged objects: {"tuple": [...]}
 """
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -55,6 +56,13 @@ def encode_attr(value):
     if isinstance(value, list):
         return [encode_attr(v) for v in value]
     raise TypeError(f"cannot store attribute value {value!r} in a graph file")
+
+
+def document_text(doc: dict) -> str:
+    """The canonical JSON text of a graph document: what a saved model stores (tscript.jit.save), and
+    the text the object cache keys its native code by. A loaded model keys by the member's bytes as
+    read, so a file written with this text finds the code its compile left in the cache."""
+    return json.dumps(doc, sort_keys=True, allow_nan=False)
 
 
 class SubgraphDoc(dict):

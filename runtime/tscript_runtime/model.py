@@ -21,7 +21,8 @@ A `.tsm` file is a checked archive (archive.py) of format "tscript-model", versi
     <entry>.ir           the same graph as readable IR text
     <entry>.plan.json    the native plan of a compiled model (native_plan.py): data, never code
     params/<name>.npy    every parameter and buffer, by state_dict name
-    constants/<name>.npy tensor constants of the graphs
+    constants/<name>.npy tensor constants of the forward graph (other entry points': constants/<entry>/<name>.npy;
+                         each entry point lists its own)
 
 Entry points with `"self": true` take the module as their first graph input: a tree of dicts
 built from the dotted parameter names ("fc1.weight" -> {"fc1": {"weight": array}}), which is what
@@ -73,6 +74,7 @@ class EntryPoint:
     dynamic: list = field(default_factory=list)  #: [[input index, [dims]], ...] given to compile
     stale_code: bool = False    #: a version-1 entry point whose stored native code is ignored
     defaults: dict = field(default_factory=dict)  #: input name -> the value a call may leave out
+    graph_text: bytes | None = None  #: the JSON text `graph` was read from (keys its native code in the cache)
 
     def bind(self, inputs: tuple, named: dict) -> list:
         """The inputs of a call: positional ones, then by name, then the saved defaults (the signature
@@ -184,7 +186,7 @@ def _read_entry_point(archive: Archive, name: str, entry: dict, params: dict) ->
         raise archive.error(str(e)) from None
     listing = _field(archive, entry, "constants", dict, where)
     constants = {c: archive.array(_field(archive, listing, c, str, f"{where}, constants")) for c in listing}
-    graph = _read_graph(archive, graph_member)
+    graph, graph_text = _read_graph(archive, graph_member)
     _check_graph_matches(archive, graph_member, graph, signature, takes_self)
     if takes_self:
         _check_attributes(archive, graph_member, graph, params)
@@ -195,7 +197,7 @@ def _read_entry_point(archive: Archive, name: str, entry: dict, params: dict) ->
         plan = _read_json(archive, _field(archive, entry, "plan", str, where))
     dynamic = _dynamic(archive, entry.get("dynamic", []), where)
     return EntryPoint(name, signature, graph, _read_text(archive, ir_member), constants, takes_self, plan, dynamic,
-                      stale, _defaults(archive, entry.get("defaults", {}), signature, where))
+                      stale, _defaults(archive, entry.get("defaults", {}), signature, where), graph_text)
 
 
 def is_plain_default(value) -> bool:
@@ -217,22 +219,26 @@ def _member(archive: Archive, member: str) -> bytes:
     return archive.members[member]
 
 
-def _read_text(archive: Archive, member: str) -> str:
+def _read_text(archive: Archive, member: str, data: bytes | None = None) -> str:
     try:
-        return bytes(_member(archive, member)).decode("utf-8")
+        return (bytes(_member(archive, member)) if data is None else data).decode("utf-8")
     except UnicodeDecodeError:
         raise archive.error(f"member '{member}' is not UTF-8 text") from None
 
 
-def _read_json(archive: Archive, member: str):
+def _read_json(archive: Archive, member: str, data: bytes | None = None):
+    """The JSON document in `member` (parsed from `data`, its bytes copied out of the file, if given)."""
     try:
-        return json.loads(_read_text(archive, member))
+        return json.loads(_read_text(archive, member, data))
     except (ValueError, RecursionError) as e:
         raise archive.error(f"member '{member}' is not valid JSON ({e})") from None
 
 
-def _read_graph(archive: Archive, member: str) -> dict:
-    data = _read_json(archive, member)
+def _read_graph(archive: Archive, member: str) -> tuple[dict, bytes]:
+    """The checked graph document in `member`, and the bytes it was parsed from: a copy, not the file's
+    memory map, so that the text the object cache keys its code by is the text this graph came from."""
+    text = bytes(_member(archive, member))
+    data = _read_json(archive, member, text)
     try:
         graph = check_graph(data)
     except ModelError as e:
@@ -245,7 +251,7 @@ def _read_graph(archive: Archive, member: str) -> dict:
         if kind == "prim::PythonOp":  # tscript.jit.save refuses these: a file holding one is not tscript's
             raise archive.error(f"member '{member}': the graph calls the Python function '{node['attrs']['name']}', "
                                 f"which a saved model cannot do (a model file holds no code)")
-    return graph
+    return graph, text
 
 
 def _subgraph_attrs(node: dict) -> list:
@@ -341,7 +347,8 @@ class Model:
                           f"never runs; it runs on the reference kernels. Save the model again with "
                           f"tscript.jit.save for native code", RuntimeWarning, stacklevel=3)
         try:
-            executable = Executable(entry.graph, entry.constants, entry.plan, where=where, checked=True)
+            executable = Executable(entry.graph, entry.constants, entry.plan, where=where, checked=True,
+                                    text=entry.graph_text)
         except ModelError as e:
             raise ModelError(f"{where}: {e}") from None
         self._prepare(entry, executable)

@@ -97,6 +97,7 @@ class KernelPlan:
     split_min: int
     spec: KernelSpec
     node: object  # the group node (typed_graph.Node)
+    code: tuple  #: what its code depends on (code_key): kernels with equal `code` share one function
 
 
 @dataclass(frozen=True)
@@ -170,14 +171,30 @@ def _fields(data: dict, template: str, fields: dict, where: str, keys: tuple = (
     return out
 
 
+def code_key(template: str, tile: int, split_min: int, sub: Graph) -> tuple:
+    """What a kernel's code depends on: its template, schedule, and subgraph up to value names. Two
+    subgraphs with one key are the same up to renaming their values (each name is numbered where it
+    first appears, and every value carries its type: types are immutable and compare by their fields),
+    so what the templates require of one they require of the other."""
+    number: dict = {}
+
+    def values(vs) -> tuple:
+        return tuple((number.setdefault(v.name, len(number)), v.type) for v in vs)
+    nodes = tuple((n.kind, values(n.inputs), values(n.outputs), repr(sorted(n.attrs.items()))) for n in sub.nodes)
+    return template, tile, split_min, values(sub.inputs), nodes, values(sub.outputs)
+
+
 def _kernels(data, graph: Graph) -> dict:
+    """The plan's kernels, checked against the groups of `graph`. Kernels whose code is the same
+    (code_key: a transformer's layers, an unrolled loop's steps) are checked against the templates
+    once."""
     if not isinstance(data, dict) or len(data) > MAX_KERNELS:
         raise ModelError(f"native plan: 'kernels' must map at most {MAX_KERNELS} kernel names to kernels")
     groups = _group_nodes(graph)
     unknown = sorted(set(data) - set(groups))
     if unknown:
         raise ModelError(f"native plan: kernel {unknown[0]!r} is not named by any fusion group of the graph")
-    kernels = {}
+    kernels, specs = {}, {}
     for name, entry in data.items():
         where = f"native plan: kernel {name!r}"
         template = entry.get("template") if isinstance(entry, dict) else None
@@ -191,11 +208,13 @@ def _kernels(data, graph: Graph) -> dict:
         sub = node.attrs.get("subgraph")
         if not hasattr(sub, "nodes") or len(node.inputs) != len(sub.inputs) or len(node.outputs) != len(sub.outputs):
             raise ModelError(f"{where}: its {node.kind} node does not match its subgraph's inputs and outputs")
-        try:
-            spec = kernel_spec(template, sub)
-        except ModelError as e:
-            raise ModelError(f"{where}: {e}") from None
-        kernels[name] = KernelPlan(name, template, values.get("tile", 0), values["split_min"], spec, node)
+        code = code_key(template, values.get("tile", 0), values["split_min"], sub)
+        if code not in specs:
+            try:
+                specs[code] = kernel_spec(template, sub)
+            except ModelError as e:
+                raise ModelError(f"{where}: {e}") from None
+        kernels[name] = KernelPlan(name, template, values.get("tile", 0), values["split_min"], specs[code], node, code)
     missing = sorted(set(groups) - set(kernels))
     if missing:
         raise ModelError(f"native plan: the graph runs kernel {missing[0]!r}, which the plan does not describe")

@@ -118,6 +118,32 @@ def test_training_models_save_forward_and_backward(tmp_path):
         model.run_with_grad(x.numpy())
 
 
+class Constants(nn.Module):
+    """Tensor constants in the forward (B, A) and the backward (A): both graphs name one "c0"."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+        self.a, self.b = ts.tensor([2.0, -3.0]), ts.tensor([0.5, 1.5])
+
+    def forward(self, x):
+        return (self.fc(x) + self.b) * self.a
+
+
+def test_training_models_keep_each_entry_points_constants(tmp_path):
+    ts.manual_seed(3)
+    module = Constants()
+    x = ts.randn(4, 3)
+    ts.jit.save(ts.jit.compile(module, x, backward=True), tmp_path / "t.tsm")
+    model = rt.load(tmp_path / "t.tsm")
+    members = [set(model.manifest["entry_points"][e]["constants"].values()) for e in ("forward", "backward")]
+    assert members[0] and members[1] and not members[0] & members[1]
+    out, grads = model.run_with_grad(x.numpy(), grad_outputs=np.ones((4, 2), np.float32))
+    module(x).sum().backward()
+    np.testing.assert_allclose(out, module(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(grads["fc.weight"], module.fc.weight.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
 # -- running in the runtime -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("batch", [1, 4, 7])

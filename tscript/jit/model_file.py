@@ -26,6 +26,7 @@ from tscript_runtime import dtypes as dt
 from tscript_runtime.archive import array_bytes, write_archive
 from tscript_runtime.errors import ModelError
 from tscript_runtime.executor import ArrayDomain, Program
+from tscript_runtime.graph_json import document_text
 from tscript_runtime.model import FORMAT, VERSION, attribute_tree, is_plain_default, read_saved_model
 from tscript_runtime.ops.random import default_generator
 from tscript_runtime.signature import DictSpec, ListSpec, ScalarSpec, Signature, TensorSpec, TupleSpec
@@ -180,9 +181,11 @@ def _version() -> str:
 
 def _entry(name: str, graph: Graph, signature: Signature, takes_self: bool, members: dict) -> dict:
     """The manifest entry of one entry point; adds its graph, IR and constants to `members`."""
-    members[f"{name}.graph.json"] = json.dumps(graph_to_json(graph), allow_nan=False).encode()
+    members[f"{name}.graph.json"] = document_text(graph_to_json(graph)).encode()
     members[f"{name}.ir"] = str(graph).encode()
-    constants = {c: f"constants/{c}.npy" for c in graph.constants}
+    # each entry point's own names: two graphs (a forward and its backward) may both have a "c0"
+    folder = "constants" if name == "forward" else f"constants/{name}"
+    constants = {c: f"{folder}/{c}.npy" for c in graph.constants}
     for c, member in constants.items():
         members[member] = array_bytes(graph.constants[c])
     return {"graph": f"{name}.graph.json", "ir": f"{name}.ir", "self": takes_self, **signature.to_json(),

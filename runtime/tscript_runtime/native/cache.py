@@ -67,15 +67,15 @@ def _hash_sources(files: list) -> str:
 _digest: list = []
 
 
-def cache_key(*parts: str) -> str:
-    """The key of an entry: a SHA-256 of `parts` (the text its code depends on), this runtime's code
-    and the host CPU."""
+def cache_key(*parts: str | bytes) -> str:
+    """The key of an entry: a SHA-256 of `parts` (the text its code depends on; bytes are UTF-8 text
+    already encoded), this runtime's code and the host CPU."""
     from .target import host
     h = hashlib.sha256()
     hc = host()
     parts = (code_digest(), hc["triple"], hc["cpu"], hc["features"]) + parts
     for part in parts:
-        h.update(part.encode())
+        h.update(part if isinstance(part, bytes) else part.encode())
         h.update(b"\0")
     return h.hexdigest()
 

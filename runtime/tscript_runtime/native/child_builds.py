@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
-import subprocess
 import sys
 import threading
 
@@ -61,6 +59,7 @@ def wait_for(key: str) -> bool:
         exited = _exit_signal(child) if child is not None else None
     if child is None:
         return False
+    import subprocess  # (here and below: a warm load starts no child, so it need not import subprocess)
     try:
         _wait(child, exited, WAIT_SECONDS)
     except subprocess.TimeoutExpired:  # stuck: the caller compiles the code itself
@@ -86,6 +85,8 @@ def _exit_signal(child):
 def _wait(child, exited, seconds: float) -> None:
     """Wait for `child` at most `seconds`, woken the moment it exits through its pidfd `exited`
     (Popen.wait polls, with sleeps of up to 50 ms; a cold load waits on a child or two)."""
+    import select
+    import subprocess
     if exited is None:
         child.wait(timeout=seconds)
         return
@@ -98,6 +99,7 @@ def _wait(child, exited, seconds: float) -> None:
 
 
 def _start(keys: list[str], argv: list[str], stdin: bytes | None) -> None:
+    import subprocess
     from ..user_cache import cache_dir
     if not enabled():
         return

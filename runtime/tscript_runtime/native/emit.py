@@ -6,10 +6,10 @@ Function names are the emitter's own (`kernel_<i>`, `entry`): no name from a fil
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from ..entry_steps import KernelStep
+from ..graph_json import document_text
 from ..kernels import FusedKernel
 from ..native_plan import NativePlan
 from . import child_builds
@@ -32,22 +32,11 @@ class NativeCode:
 
 def symbols(plan: NativePlan) -> dict:
     """Kernel name -> the name of its function in the emitted module: kernels that would emit the same
-    code (an unrolled loop's steps, a transformer's layers) share one function."""
+    code (equal KernelPlan.code: an unrolled loop's steps, a transformer's layers) share one function."""
     first, names = {}, {}
     for i, (name, k) in enumerate(plan.kernels.items()):
-        names[name] = first.setdefault(_code_key(k), f"kernel_{i}")
+        names[name] = first.setdefault(k.code, f"kernel_{i}")
     return names
-
-
-def _code_key(kernel) -> tuple:
-    """What a kernel's code depends on: its template, schedule, and subgraph up to value names."""
-    sub = kernel.node.attrs["subgraph"]
-    number: dict = {}
-
-    def values(vs) -> tuple:
-        return tuple((number.setdefault(v.name, len(number)), str(v.type)) for v in vs)
-    nodes = tuple((n.kind, values(n.inputs), values(n.outputs), repr(sorted(n.attrs.items()))) for n in sub.nodes)
-    return kernel.template, kernel.tile, kernel.split_min, values(sub.inputs), nodes, values(sub.outputs)
 
 
 def emit_module(plan: NativePlan):
@@ -111,14 +100,17 @@ def _compile(text: str, declared: set) -> tuple[bytes, set[str]]:
     return obj, imports_of_declared(declared, obj)
 
 
-def _key(graph: dict, plan: NativePlan) -> str:
-    return cache_key("model", json.dumps(graph, sort_keys=True), plan.fingerprint())
+def _key(graph: dict, plan: NativePlan, text: bytes | None = None) -> str:
+    """The object cache key of `graph`'s code under `plan`; `text`: the JSON text the document was
+    read from (a saved model's member), hashed as it is instead of serializing the document again."""
+    return cache_key("model", document_text(graph).encode() if text is None else text, plan.fingerprint())
 
 
-def link_native(graph: dict, plan: NativePlan) -> NativeCode:
-    """The native code of `graph` (its document) under `plan`, emitted now or found in the cache. Its
-    library is unloaded when the model's code and launchers are dropped."""
-    key = _key(graph, plan)
+def link_native(graph: dict, plan: NativePlan, text: bytes | None = None) -> NativeCode:
+    """The native code of `graph` (its document, read from the JSON `text` if given) under `plan`,
+    emitted now or found in the cache. Its library is unloaded when the model's code and launchers are
+    dropped."""
+    key = _key(graph, plan, text)
 
     def emit():
         module = emit_module(plan)
