@@ -3,31 +3,32 @@ multiplier; also a single-channel image's convolution), in the kernel ABI `tscri
 
     void tscript_depthwise2d_scratch_<f32|f64>(i64* planes, i8* ptrs, i64* dims, f64* scalars)
 
-computes output planes planes[0] <= p < planes[1] of `out` (N, G*O, OH, OW) from `ptrs` = {x (N, G,
-H, W), w (G*O, 1, kh, kw), bias (G*O) or null, out, scratch, epilogue or null, its context}: each plane,
-once computed, goes through the epilogue (native/conv_epilogue.py) as one row of OH*OW values; `dims` a
+computes output planes planes[0] <= p < planes[1] of `out` (N, G*O, OH, OW) from `ptrs` = {x (N, G, H, W),
+w (G*O, 1, kh, kw), bias (G*O) or null, out, scratch, epilogue or null, its context}: each plane, once
+computed, goes through the epilogue (native/conv_epilogue.py) as one row of OH*OW values; `dims` a
 convolution step's CONV_SLOTS (C is 1, O the channel multiplier). Output plane p reads input plane p // O
-with weights and bias p % (G*O). `scratch` is not read (`scratch_bytes` is 0; the slot stays, as does
-planes[2], the part of a split call). planes[3] is 0, or the address of an i64 (zero at first) that two
-such calls share: each then computes the chunks of planes it claims through it (loops.claimed), so that
-the thread that is free first takes the next chunk (the two halves of a static cut waited on each other
-for up to 1/3 of a launch). The whole-graph entry calls it with arena scratch.
+with weights and bias p % (G*O). `scratch` holds two rows of zeros (`scratch_bytes`); planes[2] (0 or 1)
+says which one this call writes and reads, so that two calls run at once. planes[3] is 0, or the address
+of an i64 (zero at first) that two such calls share: each then computes the chunks of planes it claims
+through it (loops.claimed), so that the thread that is free first takes the next chunk (the two halves of
+a static cut waited on each other for up to 1/3 of a launch). The whole-graph entry calls it with arena
+scratch.
 
     void tscript_depthwise2d_<f32|f64>(i64* planes, i8* ptrs, i64* dims, f64* scalars)
 
-is the same for planes[0] <= p < planes[1] and `ptrs` = {x, w, bias, out} (for callers without
-scratch, eager code), without an epilogue.
+is the same for planes[0] <= p < planes[1] and `ptrs` = {x, w, bias, out}, its row of zeros from malloc
+(for callers without scratch, eager code), without an epilogue.
 
 im2col + a one-row GEMM per channel spent most of its time writing and reading the columns. Here ROWS
 output rows at a time, in chunks of one vector along the row (conv.py's `_Chunks`: stride 2 loads a span
 and keeps the even lanes, other strides gather), start at the bias and take one FMA per tap: ROWS
-independent FMA chains hide the FMA's latency. The taps read the input in place: where a block's windows
-lie inside it, without masks; at its left and right edges with the columns outside masked off the loads
-(as im2col's), in its top and bottom blocks the rows outside too (each input plane used to be copied
-into a zero-padded plane first: 30-58% of the kernel's time). 3x3 windows get code of their own (unrolled
-taps); with stride 2, a tap at an odd column offset takes the odd lanes of the span its left neighbour
-loads. Planes whose rows are at most half a vector long (MobileNet's 7x7) are computed as one row of
-OH*OW outputs (`_flat`), their loads masked by a table of masks made once per call.
+independent FMA chains hide the FMA's latency. The taps read the input in place (each input plane used to
+be copied into a zero-padded plane first: 30-58% of the kernel's time): where a chunk's windows lie inside
+its rows, without masks; at the rows' left and right edges with the columns outside masked off the loads
+(as im2col's); rows above and below the input read the row of zeros. 3x3 windows get code of their own
+(unrolled taps); with stride 2, a tap at an odd column offset takes the odd lanes of the span its left
+neighbour loads. Planes whose rows are at most half a vector long (MobileNet's 7x7) are computed as one
+row of OH*OW outputs (`_flat`), their loads masked by a table of masks made once per call.
 """
 from __future__ import annotations
 
@@ -98,9 +99,10 @@ def _define_allocating(module: ir.Module, dtype, kernel: ir.Function) -> None:
     with b.if_then(b.icmp_unsigned("!=", scratch, ir.Constant(I8P, None))):  # (no memory: nothing computed)
         src = b.bitcast(ptrs8, I8P.as_pointer())
         ptrs = b.alloca(I8P, I64(len(POINTERS)))
-        for i in range(len(POINTERS)):
-            value = b.load(b.gep(src, [I64(i)])) if i < FLOAT_POINTERS - 1 else ir.Constant(I8P, None)
-            b.store(scratch if POINTERS[i] == "scratch" else value, b.gep(ptrs, [I64(i)]))
+        for i, name in enumerate(POINTERS):  # {x, w, bias, out}, scratch, no epilogue
+            value = scratch if name == "scratch" else ir.Constant(I8P, None) if i >= FLOAT_POINTERS else \
+                b.load(b.gep(src, [I64(i)]))
+            b.store(value, b.gep(ptrs, [I64(i)]))
         ours = b.alloca(I64, I64(4))
         for i, value in enumerate((b.load(planes), b.load(b.gep(planes, [I64(1)])), I64(0), I64(0))):
             b.store(value, b.gep(ours, [I64(i)]))
@@ -168,14 +170,14 @@ def _planes(chunks: _Chunks, g: _Geometry, d: dict, first, last, operands, finis
 
 def _plane(chunks: _Chunks, g: _Geometry, operands, flat=None) -> None:
     """One output plane (`operands`: its weights, its start vector, where its input plane starts in
-    `chunks.x`, where it goes) in blocks of ROWS rows, by the code for its window; or, stride 1, as
-    one row (`flat`: whether, and the masks: `_flat_masks`)."""
-    b, fn = chunks.b, chunks.fn
+    `chunks.x`, where it goes, the row of zeros) in blocks of rows (`_rows`), by the code for its window;
+    or, stride 1, as one row (`flat`: whether, and the masks: `_flat_masks`)."""
+    b = chunks.b
 
-    def blocks(window: _Window):
+    def rows(window: _Window):
         _rows(chunks, window, operands)
     if chunks.span is None:  # any stride (gathers): one variant
-        blocks(_Window(g.kh, g.kw, g.dh, g.dw, g.sh))
+        rows(_Window(g.kh, g.kw, g.dh, g.dw, g.sh))
         return
     # 3x3, undilated, the same stride down as across: every tap's address a constant offset
     common = [b.icmp_signed("==", v, I64(n)) for v, n in ((g.kh, 3), (g.kw, 3), (g.dh, 1), (g.dw, 1),
@@ -187,23 +189,24 @@ def _plane(chunks: _Chunks, g: _Geometry, operands, flat=None) -> None:
                 code(_Window(3, 3, 1, 1, chunks.stride))
             with other:
                 code(_Window(g.kh, g.kw, g.dh, g.dw, g.sh))
-    if chunks.stride != 1:
-        by_window(blocks)
+    if flat is None:
+        by_window(rows)
         return
     applies, masks = flat
-    with b.if_else(applies) as (whole, rows):
+    with b.if_else(applies) as (whole, by_rows):
         with whole:
             by_window(lambda window: _flat(chunks, window, operands, masks))
-        with rows:
-            by_window(blocks)
+        with by_rows:
+            by_window(rows)
 
 
 def _flat_masks(chunks: _Chunks, g: _Geometry) -> tuple:
     """Whether the planes are computed `_flat` (stride 1, rows as long as the input's and at most half a
-    vector long: row by row, they would fill less than half their vectors; FLAT_MASKS masks enough), and then their masks, the same for every plane: chunk c's
-    (lanes c*lanes..) kh*kw + 1 masks from c*(kh*kw + 1) on, one per tap (i, j), of the lanes whose
-    input row oh + i*dh - ph and column ow + j*dw - pw lie inside the input, then the one of the lanes
-    before OH*OW (bits of an integer as wide as the vector has lanes)."""
+    vector long: row by row, they would fill less than half their vectors; FLAT_MASKS masks enough), and
+    then their masks, the same for every plane: chunk c's (lanes c*lanes..) kh*kw + 1 masks from
+    c*(kh*kw + 1) on, one per tap (i, j), of the lanes whose input row oh + i*dh - ph and column
+    ow + j*dw - pw lie inside the input, then the one of the lanes before OH*OW (bits of an integer as
+    wide as the vector has lanes)."""
     b, fn, lanes = chunks.b, chunks.fn, chunks.lanes
     taps = b.mul(g.kh, g.kw)
     count = b.mul(b.sdiv(b.add(b.mul(g.OH, g.OW), I64(ROWS * lanes - 1)), I64(ROWS * lanes)), I64(ROWS))
