@@ -34,6 +34,7 @@ FLOPS = {
     "aten::addmm": _addmm,
     "aten::conv1d": _conv, "aten::conv2d": _conv, "aten::conv3d": _conv,
     "aten::conv_transpose2d": _conv_transpose,
+    "tscript::ConvGroup": _conv,  # (a conv2d and its epilogue: conv2d's inputs first)
 }
 
 

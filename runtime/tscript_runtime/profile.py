@@ -3,9 +3,10 @@ calling their native kernels, the rest on the op library), GFLOP/s of the GEMMs 
 against this CPU's measured peak, the whole-graph entry's time per call when the model has one (or the
 node that keeps it out of one), and the executor's peak of live intermediate memory.
 
-The whole-graph entry is one native call: its steps are not timed one by one (it has no per-step
-clock); the node table times the same graph run node by node through the executor, as a model without
-an entry runs. `Model.profile` and `tsrt bench --profile` print `Profile.table()`.
+The whole-graph entry is one native call: its steps are timed inside it, by a timed build of the same
+code that reads the CPU's cycle counter between steps (native/step_clock.py); the node table times the
+same graph run node by node through the executor, as a model without an entry runs. `Model.profile`
+and `tsrt bench --profile` print `Profile.table()`.
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ class NodeTime:
     seconds: float = 0.0
     calls: int = 0       #: calls over all runs (a node in a loop body runs once per trip)
     flops: float = 0.0   #: FLOPs over all runs (GEMMs and convolutions only)
+    shapes: str = ""     #: GEMMs and convolutions: their operands' and result's shapes
 
     @property
     def container(self) -> bool:
@@ -50,10 +52,19 @@ class Profile:
     threads: int = 1                           #: threads native code may use (the peak counts them)
     peak_bytes: int = 0                        #: most bytes of intermediate arrays alive at once (executor)
     arena_bytes: int | None = None             #: the whole-graph entry's arena for these inputs
+    steps: list = field(default_factory=list)  #: NodeTime per whole-graph entry step, in order (timed natively)
 
     def sorted_rows(self) -> list:
         """The rows, slowest first (If/Loop nodes, which include their blocks' time, among them)."""
         return sorted(self.rows, key=lambda r: (-r.seconds, r.name))
+
+    def sorted_steps(self) -> list:
+        """The whole-graph entry's steps, slowest first."""
+        return sorted(self.steps, key=lambda r: (-r.seconds, r.name))
+
+    def step_total(self) -> float:
+        """Seconds per run of the whole-graph entry's steps."""
+        return sum(r.seconds for r in self.steps) / self.runs
 
     def node_total(self) -> float:
         """Seconds per run of all nodes outside If/Loop blocks (their nested nodes are inside their time)."""
@@ -72,15 +83,23 @@ def table_lines(profile: Profile, limit: int | None = None) -> list[str]:
     lines = [f"profile over {p.runs} run{'s' * (p.runs != 1)}: executor {_ms(p.executor)} per run "
              f"(sum of nodes {_ms(p.node_total())})"]
     if p.entry is not None:
-        lines.append(f"whole-graph native entry: {_ms(p.entry)} per call (one native call; its steps are not "
-                     f"timed one by one)")
+        lines.append(f"whole-graph native entry: {_ms(p.entry)} per call (one native call)")
     elif p.why_no_entry:
         lines.append(f"no whole-graph native call: {p.why_no_entry}")
     if p.peak_gflops:
         lines.append(f"peak: {p.peak_gflops:.1f} GFLOP/s (float32 FMAs measured on one core, x {p.threads} threads)")
-    total = p.node_total() or 1e-30
-    lines.append(f"{'ms/run':>10} {'%':>6} {'calls':>6} {'GFLOP/s':>8} {'%peak':>6}  node")
-    rows = p.sorted_rows()
+    if p.steps:
+        lines.append(f"the entry's {len(p.steps)} steps, timed inside the native call (sum {_ms(p.step_total())} "
+                     f"per call):")
+        lines += _rows(p, p.sorted_steps(), p.step_total(), limit, "steps")
+        lines.append("the same graph node by node through the executor (as a call the entry cannot plan runs):")
+    return lines + _rows(p, p.sorted_rows(), p.node_total(), limit, "nodes")
+
+
+def _rows(p: Profile, rows: list, total: float, limit: int | None, what: str) -> list[str]:
+    """A table of `rows` (NodeTime, already sorted): time per run, share of `total`, calls, GFLOP/s."""
+    total = total or 1e-30
+    lines = [f"{'ms/run':>10} {'%':>6} {'calls':>6} {'GFLOP/s':>8} {'%peak':>6}  node"]
     for r in rows[:limit]:
         rate = p.gflops(r)
         share = "" if r.depth or r.container else f"{100 * r.seconds / p.runs / total:.1f}"
@@ -88,7 +107,7 @@ def table_lines(profile: Profile, limit: int | None = None) -> list[str]:
                      f"{'' if rate is None else f'{rate:.2f}':>8} "
                      f"{'' if rate is None or not p.peak_gflops else f'{100 * rate / p.peak_gflops:.1f}':>6}  {label(r)}")
     if limit is not None and len(rows) > limit:
-        lines.append(f"... {len(rows) - limit} more nodes")
+        lines.append(f"... {len(rows) - limit} more {what}")
     return lines
 
 
@@ -96,7 +115,8 @@ def label(row: NodeTime) -> str:
     """`%name = kind  (file:line)`, indented by block depth; If/Loop say they include their blocks."""
     name = f"%{row.name} = " if row.name else ""
     extra = " (includes its blocks)" if row.container else ""
-    return f"{'  ' * row.depth}{name}{row.kind}{extra}{f'  ({row.source})' if row.source else ''}"
+    shapes = f"  {row.shapes}" if row.shapes else ""
+    return f"{'  ' * row.depth}{name}{row.kind}{extra}{shapes}{f'  ({row.source})' if row.source else ''}"
 
 
 def _ms(seconds: float) -> str:
@@ -125,7 +145,29 @@ def profile_executable(executable, args: list, runs: int = 10, threads: int = 1)
     executable.program.with_hooks(memory.hook).run(args)
     profile.peak_bytes = memory.peak
     profile.peak_gflops = _peak(executable, threads)
+    if profile.entry is not None:
+        _time_steps(executable, args, profile)
     return profile
+
+
+def _time_steps(executable, args: list, profile: Profile) -> None:
+    """Each whole-graph entry step's time over the profile's runs (native/step_clock.py), labelled by its
+    graph node, with the FLOPs the executor counted for that node."""
+    from .native.step_clock import StepClock
+    clock = StepClock(executable)
+    clock.run(args)  # (first-call costs: its plan, the arena)
+    totals = np.zeros(clock.steps)
+    for _ in range(profile.runs):
+        totals += clock.run(args)
+    per_call = {r.name: (r.flops / r.calls, r.shapes) for r in profile.rows if r.calls and r.name}
+    nodes = executable.graph["nodes"]
+    for step, seconds in zip(executable.entry.layout.steps, totals):
+        node = nodes[step.node]
+        name = node["outputs"][0]["name"] if node.get("outputs") else ""
+        source = node.get("source") if isinstance(node.get("source"), str) else None
+        work, shapes = per_call.get(name, (0.0, ""))
+        profile.steps.append(NodeTime(name, node["kind"], source, 0, float(seconds), profile.runs,
+                                      work * profile.runs, shapes))
 
 
 def _time_entry(executable, args: list, profile: Profile) -> None:
@@ -185,7 +227,14 @@ class _Timer:
             row.calls += 1
             if out is not None:
                 row.flops += flops(kind, list(inputs), env[out])
+                row.shapes = row.shapes or _shapes(list(inputs)[:2], env[out])
         return run
+
+
+def _shapes(inputs: list, output) -> str:
+    """`(8, 64, 56, 56) x (64, 64, 3, 3) -> (8, 64, 56, 56)`: a product's operands and result."""
+    shapes = [tuple(getattr(v, "shape", ())) for v in inputs]
+    return " x ".join(map(str, shapes)) + f" -> {tuple(getattr(output, 'shape', ()))}"
 
 
 class _Memory:

@@ -64,7 +64,30 @@ def test_model_profile_table_is_sorted_and_rates_gemms(tmp_path):
     times = [r.seconds for r in profile.sorted_rows()]
     assert times == sorted(times, reverse=True)
     table = profile.table()
-    assert "whole-graph native entry" in table and table.count("aten::linear") == 2
+    steps, nodes = table.split("the same graph node by node through the executor")
+    assert "whole-graph native entry" in steps and steps.count("aten::linear") == 2 and nodes.count("aten::linear") == 2
+
+
+def test_the_entry_steps_are_timed_inside_the_native_call():
+    """Each whole-graph entry step gets its own time from the timed build of the same code, labelled by
+    its node, with the FLOPs and shapes of its product; its outputs are the untimed code's."""
+    ts.manual_seed(0)
+    x = ts.randn(64, 16)
+    cm = ts.jit.compile(TwoLayer().eval(), (x,))
+    takes_self = cm.executable.graph["inputs"][0].get("type", "").startswith("__module__")
+    args = (list(cm._tree) if takes_self else []) + [x.numpy()]
+    from tscript_runtime.native.step_clock import StepClock
+    clock = StepClock(cm.executable)
+    steps = cm.executable.entry.layout.steps
+    seconds = clock.run(args)
+    assert seconds.shape == (len(steps),) and (seconds >= 0).all() and seconds.sum() > 0
+    np.testing.assert_array_equal(clock.entry.run(args)[0], cm.executable.entry.run(args)[0])
+    profile = profile_executable(cm.executable, args, runs=3)
+    assert len(profile.steps) == len(steps) and profile.step_total() > 0
+    linears = [r for r in profile.steps if r.kind == "aten::linear"]
+    assert len(linears) == 2 and linears[0].flops == 3 * 2 * 64 * 16 * 32
+    assert linears[0].shapes == "(64, 16) x (32, 16) -> (64, 32)"
+    assert "timed inside the native call" in profile.table()
 
 
 def test_why_no_entry_names_the_node():

@@ -39,8 +39,9 @@ def symbols(plan: NativePlan) -> dict:
     return names
 
 
-def emit_module(plan: NativePlan):
-    """The llvmlite module of every kernel of `plan` and its whole-graph entry."""
+def emit_module(plan: NativePlan, timed: bool = False):
+    """The llvmlite module of every kernel of `plan` and its whole-graph entry (`timed`: one that
+    counts the cycles of each step, entry.build_entry)."""
     from llvmlite import ir
 
     from .entry import build_entry
@@ -62,7 +63,7 @@ def emit_module(plan: NativePlan):
             build_row_kernel(sub, names[name], module)
     if plan.layout is not None:
         kernels = {s.node: module.get_global(names[s.kernel]) for s in plan.layout.steps if isinstance(s, KernelStep)}
-        build_entry(module, plan.layout, ENTRY, kernels)
+        build_entry(module, plan.layout, ENTRY, kernels, timed)
     return module
 
 

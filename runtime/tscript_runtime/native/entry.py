@@ -39,10 +39,12 @@ CAT_SPLIT = 1 << 18  # output bytes from which a cat's pieces split over two thr
 REDUCE_FLAGS = ("reassoc", "contract", "nsz", "arcp", "afn")  # a window's sum may be reordered (vectorized)
 
 
-def build_entry(module: ir.Module, layout: EntryLayout, name: str, kernels: dict) -> None:
+def build_entry(module: ir.Module, layout: EntryLayout, name: str, kernels: dict, timed: bool = False) -> None:
     """Define `i64 name(i8** bases, i64* plan, double* scalars)` in `module`, which holds the
     kernels (`kernels`: kernel node index -> its function); it returns 0, or 1 + the index of the step
-    that found an index out of range (the steps after it do not run)."""
+    that found an index out of range (the steps after it do not run). `timed`: it also reads the CPU's
+    cycle counter before the first step and after each, into an array `i64* <name>_cycles()` returns
+    (steps + 1 counts of the last call), and `i64 <name>_clock()` reads the counter (step_clock.py)."""
     fn = ir.Function(module, ir.FunctionType(I64, [I8P.as_pointer(), I64.as_pointer(), F64.as_pointer()]), name)
     # Straight-line calls whose work is in the kernels: optimizing a graph-sized function costs seconds
     # of compile time and saves nothing measurable.
@@ -59,10 +61,28 @@ def build_entry(module: ir.Module, layout: EntryLayout, name: str, kernels: dict
                  EmbedStep: emit.embed, DrawStep: lambda step: None,  # (draws: filled before the call)
                  UpdateStep: emit.update, PoolIndicesStep: emit.pool_indices, ColumnsStep: emit.columns,
                  PoolBackwardStep: emit.pool_backward}
+    stamp = _cycle_stamps(module, name, len(layout.steps)) if timed else lambda b, i: None
+    stamp(b, 0)
     for number, step in enumerate(layout.steps):
         emit.number = number
         templates[type(step)](step)
+        stamp(emit.b, number + 1)
     emit.b.ret(I64(0))
+
+
+def _cycle_stamps(module: ir.Module, name: str, steps: int):
+    """A timed entry's counts (`build_entry`): the array, its accessor and the clock; returns
+    `stamp(b, i)`, which stores the counter's value at i."""
+    clock = module.declare_intrinsic("llvm.readcyclecounter", (), ir.FunctionType(I64, []))
+    counts = ir.GlobalVariable(module, ir.ArrayType(I64, steps + 1), f"{name}_counts")
+    counts.linkage, counts.initializer, counts.align = "internal", ir.Constant(counts.type.pointee, None), 64
+    at = ir.Function(module, ir.FunctionType(I64.as_pointer(), []), f"{name}_cycles")
+    b = ir.IRBuilder(at.append_basic_block("entry"))
+    b.ret(b.gep(counts, [I64(0), I64(0)]))
+    now = ir.Function(module, ir.FunctionType(I64, []), f"{name}_clock")
+    b = ir.IRBuilder(now.append_basic_block("entry"))
+    b.ret(b.call(clock, []))
+    return lambda b, i: b.store(b.call(clock, []), b.gep(counts, [I64(0), I64(i)]))
 
 
 class _Emitter:
