@@ -37,21 +37,22 @@ def compile_ahead(jobs: list) -> None:
 class Executable:
     """A graph document with its tensor constants and native plan (None: no native code), ready to
     `run`; `reader` reads the parameters from the module argument (graph_entry.TreeReader: nested
-    mappings). Several threads may run it at once. The document is checked (check_graph) here, unless
-    `checked` says its reader did; `text` is the JSON text it was parsed from, if it was (what the
-    object cache keys its code by, instead of the document serialized again)."""
+    mappings). Several threads may run it at once. The document is checked here (check_graph, and
+    check_constants: every tensor constant it names is in `constants`), unless `checked` says its
+    reader did; `text` is the JSON text it was parsed from, if it was (what the object cache keys its
+    code by, instead of the document serialized again)."""
 
     def __init__(self, graph: dict, constants: dict, plan: dict | None, reader=None, where: str = "graph",
                  checked: bool = False, text: bytes | None = None):
         self.graph, self.constants, self.text = graph, constants, text
         if not checked:  # (a saved model's graphs were checked as they were read)
             check_graph(graph)
+            check_constants(graph, constants)
         self.plan = NativePlan.from_json(plan, typed_graph(graph), graph) if plan is not None else None
         self.mode, self.reason = "interpreted", ""  #: "native", "interpreted" (no plan) or "reference"
         self.code = None
         self.entry: GraphEntry | None = None
         if self.plan is not None:
-            check_constants(graph, constants)  # (what building the program checks: the entry reads them too)
             self._link(reader, where)
         # with an entry running the graph, the executor's program waits until a call needs it (`program`)
         self._program = Program(graph, ArrayDomain(constants, self.launchers)) if self.entry is None else None

@@ -22,7 +22,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from .errors import ModelError, OpError, OpIndexError, OpRuntimeError, OpTypeError, OpValueError
-from .graph_json import TensorRef, decode_attr
+from .graph_json import TensorRef, all_nodes, decode_attr
 from .ops import OPS
 from .ops.registry import TensorMeta
 from .prims import COMPILE_TIME, PRIMS, SPREAD
@@ -98,16 +98,17 @@ class ArrayDomain:
 def check_constants(graph: dict, constants: dict) -> None:
     """Every tensor constant `graph` (a checked document) names is in `constants`: what building its
     Program in an ArrayDomain checks, for a caller that builds it later or never."""
-    stack = [graph["nodes"]]
-    while stack:
-        for node in stack.pop():
-            attrs = node.get("attrs", {})
-            value = attrs.get("value") if node["kind"] == "prim::Constant" else None
-            name = value.get("tensor") if isinstance(value, dict) and set(value) == {"tensor"} else None
-            if name is not None and (not isinstance(name, str) or name not in constants):
-                raise ModelError(f"graph refers to tensor constant '{name}', which is not stored")
-            stack.extend(b["nodes"] for b in node.get("blocks", []))
-            stack.extend(v["graph"]["nodes"] for v in attrs.values() if isinstance(v, dict) and set(v) == {"graph"})
+    for node in all_nodes(graph["nodes"]):
+        check_constant(node, constants)
+
+
+def check_constant(node: dict, constants: dict) -> None:
+    """A prim::Constant node naming a tensor constant names one in `constants` (ModelError if not)."""
+    if node["kind"] == "prim::Constant":
+        value = node.get("attrs", {}).get("value")
+        name = value.get("tensor") if isinstance(value, dict) and value.keys() == {"tensor"} else None
+        if name is not None and (not isinstance(name, str) or name not in constants):
+            raise ModelError(f"graph refers to tensor constant '{name}', which is not stored")
 
 
 class Program:

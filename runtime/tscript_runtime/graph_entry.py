@@ -21,8 +21,9 @@ dtypes, shapes that are an error) gets no plan: the caller runs the executor ins
 raises the error that names the node.
 
 `prepare` (at load, for the shapes a saved model names) makes a plan and this thread's arena ahead
-of a first run, but no arena beyond MAX_PREPARED_ARENA (1 GiB): a larger one is made by the first
-run that needs it, so a file cannot make loading take memory at its word.
+of a first run (its pages touched on a thread of their own while loading goes on; the thread's next
+run waits for that), but no arena beyond MAX_PREPARED_ARENA (1 GiB): a larger one is made by the
+first run that needs it, so a file cannot make loading take memory at its word.
 """
 from __future__ import annotations
 
@@ -100,6 +101,9 @@ class GraphEntry:
         if found is None:
             return None
         plan, tensors, local, bases = found
+        if local.touching is not None:  # (prepare's arena, its pages still being touched)
+            local.touching.join()
+            local.touching = None
         if local.arena.nbytes < plan.arena:
             self._grow_arena(local, bases, plan.arena)
         k = 1
@@ -140,18 +144,26 @@ class GraphEntry:
 
     def prepare(self, args: list) -> bool:
         """Make the plan for the signature of `args` now, and this thread's arena for it up to
-        MAX_PREPARED_ARENA bytes (a first run then costs what later ones do); False when that
-        signature is for the executor."""
+        MAX_PREPARED_ARENA bytes (a first run then costs what later ones do: its pages are touched on
+        another thread meanwhile, which this thread's next run waits for); False when that signature
+        is for the executor."""
         found = self._plan_of(args)
         if found is not None and found[2].arena.nbytes < found[0].arena <= MAX_PREPARED_ARENA:
-            self._grow_arena(found[2], found[3], found[0].arena)
+            local = found[2]
+            if local.touching is not None:
+                local.touching.join()
+            self._grow_arena(local, found[3], found[0].arena, touch=False)
+            local.touching = threading.Thread(target=local.arena.fill, args=(0,), name="tscript-arena", daemon=True)
+            local.touching.start()  # (numpy fills without the GIL)
         return found is not None
 
     @staticmethod
-    def _grow_arena(local, bases, nbytes: int) -> None:
-        """This thread's arena, `nbytes` large, its pages touched (a first run pays no page faults)."""
+    def _grow_arena(local, bases, nbytes: int, touch: bool = True) -> None:
+        """This thread's arena, `nbytes` large, its pages touched unless not `touch` (a first run pays no
+        page faults)."""
         local.arena = np.empty(nbytes, np.uint8)
-        local.arena.fill(0)
+        if touch:
+            local.arena.fill(0)
         bases[0] = data_pointer(local.arena)
 
     def _plan_of(self, args: list):
@@ -210,6 +222,7 @@ class GraphEntry:
             if a is not None:
                 local.bases[self._fixed_base + k] = data_pointer(a)
         local.held, local.kept, local.fixed_key = self._none, self._none, ()
+        local.touching = None  # a thread touching the pages of the arena prepare() made
         return local.bases, local.held
 
     def _hold(self, fixed: list, bases) -> bool:

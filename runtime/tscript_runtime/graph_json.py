@@ -11,6 +11,7 @@ Attribute values are JSON scalars and lists, or tagged objects: {"tuple": [...]}
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 
@@ -109,6 +110,23 @@ def check_graph(data) -> dict:
     return data
 
 
+def all_nodes(nodes: list) -> list:
+    """Every node of `nodes` (a document check_graph accepted), inside blocks and subgraphs too, in
+    document order: each node before those nested in it."""
+    found: list = []
+
+    def walk(nodes: list) -> None:
+        for node in nodes:
+            found.append(node)
+            for block in node.get("blocks", _NO_BLOCKS):
+                walk(block["nodes"])
+            for value in node.get("attrs", _NO_ATTRS).values():
+                if isinstance(value, dict) and value.keys() == {"graph"}:
+                    walk(value["graph"]["nodes"])
+    walk(nodes)
+    return found
+
+
 def _list(d: dict, key: str) -> list:
     v = d.get(key)
     if not isinstance(v, list):
@@ -128,18 +146,20 @@ def _check_block(nodes: list, defined: set) -> None:
     for node in nodes:
         if not isinstance(node, dict) or not isinstance(node.get("kind"), str):
             raise ModelError(f"malformed node in graph: {node!r}")
-        for v in _list(node, "inputs"):
+        inputs = node.get("inputs")
+        for v in inputs if inputs.__class__ is list else _list(node, "inputs"):
             if not isinstance(v, str) or v not in defined:
                 raise ModelError(f"{node['kind']} uses %{v} before it is defined")
-        if not isinstance(node.get("attrs", {}), dict) or not isinstance(node.get("blocks", []), list):
+        attrs, blocks = node.get("attrs", _NO_ATTRS), node.get("blocks", _NO_BLOCKS)
+        if not isinstance(attrs, dict) or not (blocks is _NO_BLOCKS or isinstance(blocks, list)):
             raise ModelError(f"{node['kind']} has malformed attributes or blocks")
-        for value in node.get("attrs", {}).values():
-            if isinstance(value, dict) and set(value) == {"graph"}:
+        for value in attrs.values():
+            if isinstance(value, dict) and value.keys() == {"graph"}:
                 try:
                     check_graph(value["graph"])
                 except ModelError as e:
                     raise ModelError(f"subgraph of {node['kind']}: {e}") from None
-        for block in node.get("blocks", []):
+        for block in blocks:
             if not isinstance(block, dict):
                 raise ModelError(f"malformed block of {node['kind']}: {block!r}")
             inner = set(defined) | {_name(p, "block parameter") for p in _list(block, "params")}
@@ -147,8 +167,14 @@ def _check_block(nodes: list, defined: set) -> None:
             for r in _list(block, "returns"):
                 if not isinstance(r, str) or r not in inner:
                     raise ModelError(f"block of {node['kind']} returns undefined %{r}")
-        defined.update(_name(o, "node output") for o in _list(node, "outputs"))
+        outputs = node.get("outputs")
+        for o in outputs if outputs.__class__ is list else _list(node, "outputs"):
+            name = o.get("name") if o.__class__ is dict else None
+            defined.add(name if name.__class__ is str and o.get("type").__class__ is str else _name(o, "node output"))
         _check_kind(node)
+
+
+_NO_ATTRS, _NO_BLOCKS = {}, ()  # (never changed: what a node without attributes or blocks reads)
 
 
 # -- what each kind of node needs (so a document the executor runs never fails on its structure) ----
@@ -179,9 +205,15 @@ def _check_kind(node: dict) -> None:
         if kind == "prim::DictConstruct" and n_in % 2:
             raise ModelError(f"{kind} takes keys and values (an even number of inputs), got {n_in}")
     elif kind in OPS:
-        op = OPS[kind]
-        _count(kind, "inputs", n_in, op.n_required, len(op.schema.args), op.schema)
-        _count(kind, "outputs", n_out, len(op.schema.returns), len(op.schema.returns), op.schema)
+        _check_op_counts(kind, n_in, n_out)
+
+
+@functools.lru_cache(maxsize=4096)  # a graph has thousands of nodes of a few dozen ops (a raise is not cached)
+def _check_op_counts(kind: str, n_in: int, n_out: int) -> None:
+    """An op node's input and output counts are within its schema's."""
+    op = OPS[kind]
+    _count(kind, "inputs", n_in, op.n_required, len(op.schema.args), op.schema)
+    _count(kind, "outputs", n_out, len(op.schema.returns), len(op.schema.returns), op.schema)
 
 
 def _count(kind: str, what: str, n: int, lo: int, hi: int | None, schema=None) -> None:

@@ -50,7 +50,8 @@ from .archive import Archive, read_archive
 from .errors import InputError, ModelError
 from .executable import Executable
 from .gc_paused import gc_paused
-from .graph_json import check_graph
+from .executor import check_constant
+from .graph_json import all_nodes, check_graph
 from .ops import OPS
 from .prims import PRIMS
 from .signature import MAX_EXAMPLE_ELEMENTS, Signature, TensorSpec, TupleSpec
@@ -188,8 +189,7 @@ def _read_entry_point(archive: Archive, name: str, entry: dict, params: dict) ->
     constants = {c: archive.array(_field(archive, listing, c, str, f"{where}, constants")) for c in listing}
     graph, graph_text = _read_graph(archive, graph_member)
     _check_graph_matches(archive, graph_member, graph, signature, takes_self)
-    if takes_self:
-        _check_attributes(archive, graph_member, graph, params)
+    _check_nodes(archive, where, graph_member, graph, constants, params if takes_self else None)
     plan, stale = None, False
     if archive.manifest.get("version") == 1:
         stale = entry.get("native") is not None
@@ -243,7 +243,17 @@ def _read_graph(archive: Archive, member: str) -> tuple[dict, bytes]:
         graph = check_graph(data)
     except ModelError as e:
         raise archive.error(f"member '{member}': {e}") from None
-    for node in _all_nodes(graph["nodes"]):
+    return graph, text
+
+
+def _check_nodes(archive: Archive, where: str, member: str, graph: dict, constants: dict, params: dict | None) -> None:
+    """In one walk over every node (inside blocks and subgraphs too): each op is in this runtime's
+    tables, none calls Python, the tensor constants named are stored, and (`params` given: the graph
+    takes the module) every prim::GetAttr chain from the module input ends at a stored parameter, so
+    that a missing one is a load error rather than a failure in the middle of a run."""
+    paths = {graph["inputs"][0]["name"]: ""} if params is not None else None
+    modules = {".".join(p.split(".")[:i]) for p in params for i in range(1, p.count(".") + 1)} if paths else None
+    for node in all_nodes(graph["nodes"]):
         kind = node["kind"]
         if kind not in OPS and kind not in PRIMS and kind not in CONTROL_FLOW:
             raise archive.error(f"member '{member}': the graph uses unknown op '{kind}' (not in this runtime's "
@@ -251,21 +261,26 @@ def _read_graph(archive: Archive, member: str) -> tuple[dict, bytes]:
         if kind == "prim::PythonOp":  # tscript.jit.save refuses these: a file holding one is not tscript's
             raise archive.error(f"member '{member}': the graph calls the Python function '{node['attrs']['name']}', "
                                 f"which a saved model cannot do (a model file holds no code)")
-    return graph, text
+        try:
+            check_constant(node, constants)
+        except ModelError as e:
+            raise archive.error(f"{where}: {e}") from None
+        if kind == "prim::GetAttr" and paths is not None:
+            _check_attribute(archive, member, node, paths, modules, params)
 
 
-def _subgraph_attrs(node: dict) -> list:
-    return [v["graph"] for v in node.get("attrs", {}).values() if isinstance(v, dict) and set(v) == {"graph"}]
-
-
-def _all_nodes(nodes: list):
-    """Every node, inside blocks and subgraphs too (of a document check_graph accepted)."""
-    for node in nodes:
-        yield node
-        for block in node.get("blocks", []):
-            yield from _all_nodes(block["nodes"])
-        for subgraph in _subgraph_attrs(node):
-            yield from _all_nodes(subgraph["nodes"])
+def _check_attribute(archive: Archive, member: str, node: dict, paths: dict, modules: set, params: dict) -> None:
+    """A prim::GetAttr of the module (or a submodule) reads a submodule or a stored parameter."""
+    name = node.get("attrs", {}).get("name")
+    base = paths.get(node["inputs"][0]) if len(node["inputs"]) == 1 else None
+    if base is None or not isinstance(name, str) or len(node["outputs"]) != 1:
+        raise archive.error(f"member '{member}': malformed prim::GetAttr node {node!r}")
+    path = f"{base}.{name}" if base else name
+    if path in modules:
+        paths[node["outputs"][0]["name"]] = path
+    elif path not in params:
+        raise archive.error(f"member '{member}': the graph reads attribute '{path}', which the file "
+                            f"does not store")
 
 
 def _check_graph_matches(archive: Archive, member: str, graph: dict, signature: Signature, takes_self: bool):
@@ -275,26 +290,6 @@ def _check_graph_matches(archive: Archive, member: str, graph: dict, signature: 
         raise archive.error(f"member '{member}': the graph takes {len(graph['inputs'])} inputs and returns "
                             f"{len(graph['outputs'])} values, but the signature describes {n_in} and {n_out}"
                             f"{counting}")
-
-
-def _check_attributes(archive: Archive, member: str, graph: dict, params: dict) -> None:
-    """Every prim::GetAttr chain from the module input must end at a stored parameter, so a
-    missing one is a load error rather than a failure in the middle of a run."""
-    modules = {".".join(p.split(".")[:i]) for p in params for i in range(1, p.count(".") + 1)}
-    paths = {graph["inputs"][0]["name"]: ""}
-    for node in _all_nodes(graph["nodes"]):
-        if node["kind"] != "prim::GetAttr":
-            continue
-        name = node.get("attrs", {}).get("name")
-        base = paths.get(node["inputs"][0]) if len(node["inputs"]) == 1 else None
-        if base is None or not isinstance(name, str) or len(node["outputs"]) != 1:
-            raise archive.error(f"member '{member}': malformed prim::GetAttr node {node!r}")
-        path = f"{base}.{name}" if base else name
-        if path in modules:
-            paths[node["outputs"][0]["name"]] = path
-        elif path not in params:
-            raise archive.error(f"member '{member}': the graph reads attribute '{path}', which the file "
-                                f"does not store")
 
 
 def _dynamic(archive: Archive, data, where: str) -> list:

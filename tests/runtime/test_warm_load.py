@@ -200,3 +200,18 @@ def test_a_kernel_the_templates_refuse_is_refused_after_one_they_accept(compiled
         v["type"] = v["type"].replace("Float(", "Half(")
     with pytest.raises(ModelError, match=f"native plan: kernel '{_groups(graph)[1]['attrs']['kernel']}'"):
         NativePlan.from_json(plan, typed_graph(graph), graph)
+
+
+def test_the_arena_load_prepares_is_touched_meanwhile_and_a_first_run_waits_for_it(tmp_path, cache):
+    ts.manual_seed(0)
+    module = nn.Sequential(nn.Linear(64, 512), nn.Tanh(), nn.Linear(512, 8)).eval()
+    p = tmp_path / "wide.tsm"
+    ts.jit.save(ts.jit.compile(module, ts.randn(128, 64)), p)
+    model = rt.load(p)
+    local = model.executables["forward"].entry._local
+    touching = local.touching
+    assert touching is not None and local.arena.nbytes >= 128 * 512 * 4  # started by the load's prepare
+    x = np.random.default_rng(0).standard_normal((128, 64)).astype(np.float32)
+    out = model.run(x)
+    assert local.touching is None and not touching.is_alive()
+    np.testing.assert_allclose(out, module(ts.tensor(x)).detach().numpy(), rtol=1e-4, atol=1e-5)

@@ -85,8 +85,14 @@ def symbols(obj: bytes, table: list[Section] | None = None):
 
 def relocations(obj: bytes, section: Section):
     """The entries of a SHT_RELA section."""
-    for at in range(section.offset, section.offset + section.size, _RELA.size):
-        offset, info, addend = _unpack(_RELA, obj, at)
+    whole = section.size // _RELA.size * _RELA.size
+    if whole:
+        _unpack(_RELA, obj, section.offset + whole - _RELA.size)  # (the last whole entry is in the object)
+        entries = _RELA.iter_unpack(memoryview(obj)[section.offset:section.offset + whole])
+        for offset, info, addend in entries:
+            yield Relocation(offset, info >> 32, info & 0xFFFFFFFF, addend)
+    if whole < section.size:  # a part entry at the end: read as far as the object goes
+        offset, info, addend = _unpack(_RELA, obj, section.offset + whole)
         yield Relocation(offset, info >> 32, info & 0xFFFFFFFF, addend)
 
 

@@ -27,6 +27,16 @@ _R_GOTPCRELX, _R_REX_GOTPCRELX = 41, 42
 _GOT = (_R_GOTPCREL, _R_GOTPCRELX, _R_REX_GOTPCRELX)
 _FIELDS = {_R_64: "<Q", _R_PC64: "<q", _R_PC32: "<i", _R_PLT32: "<i", _R_32: "<I", _R_32S: "<i",
            **{k: "<i" for k in _GOT}}
+
+
+def _limits(field: str) -> tuple:
+    """(the field as a Struct, its bytes, the values it holds: low..high-1) of a relocation's field."""
+    bits = 8 * struct.calcsize(field)
+    low, high = (0, 2 ** bits) if field[1].isupper() else (-2 ** (bits - 1), 2 ** (bits - 1))
+    return struct.Struct(field), bits // 8, low, high
+
+
+_LIMITS = {kind: _limits(f) for kind, f in _FIELDS.items()}  # relocation kind -> its field's _limits
 _STUB = 8  # bytes: jmp qword ptr [rip + disp32] (6) and padding
 _SHT_RUN_AT_LOAD = (14, 15, 16)  # SHT_INIT_ARRAY, SHT_FINI_ARRAY, SHT_PREINIT_ARRAY
 _SHF_TLS = 0x400
@@ -175,10 +185,10 @@ class _Layout:
 
     def _relocate(self, image: bytearray, base: int, section_at: int, section_size: int, r: elf.Relocation) -> None:
         """Apply one relocation to the section placed at `section_at`."""
-        if r.kind not in _FIELDS:
+        if r.kind not in _LIMITS:
             raise Unsupported(f"relocation type {r.kind}")
-        field = _FIELDS[r.kind]
-        if r.offset + struct.calcsize(field) > section_size:
+        field, size, low, high = _LIMITS[r.kind]
+        if r.offset + size > section_size:
             raise ValueError("a relocation outside its section")
         self._symbol(r)
         at = section_at + r.offset
@@ -191,14 +201,11 @@ class _Layout:
             value = self._value(r.symbol, base) + r.addend - p
         else:
             value = self._value(r.symbol, base) + r.addend
-        if field == "<Q":
-            value %= 2 ** 64
-        else:
-            bits = 8 * struct.calcsize(field)
-            low, high = (0, 2 ** bits) if field.isupper() else (-2 ** (bits - 1), 2 ** (bits - 1))
-            if not low <= value < high:
-                raise Unsupported(f"relocation type {r.kind} out of range ({value:#x})")
-        struct.pack_into(field, image, at, value)
+        if field.format == "<Q":  # (wraps)
+            value %= high
+        elif not low <= value < high:
+            raise Unsupported(f"relocation type {r.kind} out of range ({value:#x})")
+        field.pack_into(image, at, value)
 
     def protections(self) -> list[tuple[int, int, int]]:
         """(start, end, protection) of the mapping's parts: code and stubs, read-only data and GOT."""
