@@ -42,7 +42,7 @@ def test_depthwise(case):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("channels, size, stride", [(32, 40, 1), (24, 33, 2), (64, 7, 1), (16, 20, 3)])
 def test_depthwise_big_enough_to_split(channels, size, stride, dtype):
-    """MobileNet-sized planes: the planes run in two halves at once (each with its own padded plane)."""
+    """MobileNet-sized planes: the planes run in two halves at once (each with its own row of zeros)."""
     rng = np.random.default_rng(channels)
     x = rng.standard_normal((2, channels, size, size))
     w = rng.standard_normal((channels, 1, 3, 3))

@@ -55,8 +55,8 @@ def depthwise(kernels, x, w, bias, stride, padding, dilation, planes=None, out=N
     size = scratch_bytes(slots, x.itemsize)
     scratch = np.full(size + 128, np.nan, x.dtype)  # garbage around: padding must be written, not assumed
     at = scratch[16:].ctypes.data
-    ptrs = (ctypes.c_void_p * 5)(x.ctypes.data, w.ctypes.data, None if bias is None else bias.ctypes.data,
-                                 out.ctypes.data, at)
+    ptrs = (ctypes.c_void_p * 7)(x.ctypes.data, w.ctypes.data, None if bias is None else bias.ctypes.data,
+                                 out.ctypes.data, at, None, None)  # (no epilogue)
     kernels[f"tscript_depthwise2d_scratch_{SUFFIX[x.dtype.type]}"]((ctypes.c_int64 * 4)(*planes), ptrs, dims, None)
     assert np.isnan(scratch[:16]).all() and np.isnan(scratch[16 + size // x.itemsize:]).all()  # inside scratch
     return out
@@ -179,7 +179,7 @@ def test_reads_stay_inside_the_input(kernels, dtype, at_end):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_the_allocating_variant(kernels, dtype):
-    """tscript_depthwise2d_<f>: {x, w, bias, out} and planes [first, last), its padded plane from malloc."""
+    """tscript_depthwise2d_<f>: {x, w, bias, out} and planes [first, last), its row of zeros from malloc."""
     rng = np.random.default_rng(4)
     x = rng.standard_normal((2, 5, 13, 21)).astype(dtype)
     w = rng.standard_normal((10, 1, 3, 3)).astype(dtype)
