@@ -426,7 +426,7 @@ def _plan_conv(step: WindowStep, env: dict, x, args: list) -> list:
     geometry = [per_group, h, wd, *kernel, *g.stride, *g.padding, *g.dilation, *g.out]
     if step.direct is not None and step.direct != (per_group == 1):
         raise Unplannable(f"a convolution weight of shape {list(w.shape)}, unlike its graph type")
-    if per_group == 1:  # one input channel per group (depthwise): the library's direct kernel, its padded planes
+    if per_group == 1:  # one input channel per group (depthwise): the library's direct kernel, its rows of zeros
         from .native.library.depthwise import scratch_bytes
         scratch, pack = scratch_bytes(dict(zip(GEOMETRY, geometry)), x.itemsize), 0
     else:  # im2col columns (none for a 1x1 stride-1 unpadded convolution: its input is them), GEMM panels;
