@@ -30,7 +30,7 @@ def test_tscript_report_writes_the_page(tmp_path, capsys):
     assert f"wrote {out}" in capsys.readouterr().out
     page = read_page(out)
     assert len(page.having("node", "g", in_svg=True)) == 4  # linear, group, linear, group
-    assert len(page.having("prof-row", "tr")) == 10
+    assert len(page.having("prof-row", "tr")) == 4 + 10  # the entry's steps, the executor's nodes
 
 
 def test_tscript_report_with_backward_reports_both_graphs(tmp_path):
@@ -53,7 +53,7 @@ def test_tsrt_report_of_a_saved_model(saved, tmp_path, capsys):
     assert f"wrote {out}" in capsys.readouterr().out
     page = read_page(out)
     assert len(page.having("kernel-card")) == 2
-    assert len(page.having("prof-row", "tr")) == 10
+    assert len(page.having("prof-row", "tr")) == 4 + 10  # the entry's steps, the executor's nodes
     assert "tscript report" in open(out, encoding="utf-8").read()  # the passes section says where they are
 
 

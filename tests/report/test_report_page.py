@@ -72,11 +72,12 @@ def test_the_pass_list_is_complete(reports, name):
 
 
 @pytest.mark.parametrize("name", MODELS)
-def test_the_profile_has_a_row_per_executor_node(reports, name):
+def test_the_profile_has_a_row_per_entry_step_and_executor_node(reports, name):
     path, data = reports[name]
     profile = data["entries"][0]["profile"]
     rows = read_page(path).having("prof-row", "tr")
-    assert len(rows) == len(profile.rows) > 0
+    assert len(rows) == len(profile.steps) + len(profile.rows) and profile.rows
+    assert (len(profile.steps) > 0) == (profile.entry is not None)  # (the scripted model has no entry)
     assert {r[1]["data-node"] for r in rows if r[1]["data-node"]} <= set(_node_data(path)["nodes"])
 
 

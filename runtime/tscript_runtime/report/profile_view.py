@@ -1,14 +1,16 @@
-"""The profile section (profile.Profile as a sorted table, a row per executor node, with GFLOP/s and the
-share of the CPU's peak for GEMMs and convolutions) and the memory section."""
+"""The profile section (profile.Profile as sorted tables, a row per whole-graph entry step timed inside
+the native call, then a row per executor node, with GFLOP/s and the share of the CPU's peak for GEMMs
+and convolutions) and the memory section."""
 from __future__ import annotations
 
 from html import escape
 
 SHOWN_ROWS = 200  # the slowest nodes in the table; the others in a folded one below it
-OUT_OF_SCOPE = ("The whole-graph entry runs the model as one native call and is timed as one: its steps "
-                "have no clock of their own, so the table times the same graph run node by node through the "
-                "executor (fusion groups calling their native kernels, the rest on the op library), as a model "
-                "without a whole-graph entry runs.")
+STEPS = ("The whole-graph entry runs the model as one native call; a timed build of the same code reads the "
+         "CPU's cycle counter between its steps. Each step (a kernel, a product, a convolution with its "
+         "epilogue) is labelled by its node:")
+EXECUTOR = ("The same graph run node by node through the executor (fusion groups calling their native kernels, "
+            "the rest on the op library), as a call the whole-graph entry cannot plan runs:")
 
 
 def profile_section(profile, note: str, producer: dict) -> str:
@@ -26,14 +28,20 @@ def profile_section(profile, note: str, producer: dict) -> str:
         lines.append(f"peak of this CPU: {p.peak_gflops:.1f} GFLOP/s (float32 FMAs, measured on one core × "
                      f"{p.threads} thread{'s' * (p.threads != 1)})")
     head = "".join(f"<li>{line}</li>" for line in lines)
-    total = p.node_total() or 1e-30
-    ordered = p.sorted_rows()
+    steps = (f'<p class="note">{STEPS}</p>{_tables(p, p.sorted_steps(), p.step_total(), producer, "steps")}'
+             if p.steps else "")
+    return (f'<ul class="facts-list">{head}</ul><p class="note">{escape(note or "")}</p>{steps}'
+            f'<p class="note">{EXECUTOR}</p>{_tables(p, p.sorted_rows(), p.node_total(), producer, "nodes")}')
+
+
+def _tables(p, ordered: list, total: float, producer: dict, what: str) -> str:
+    """The slowest SHOWN_ROWS of `ordered` rows as a table, the others folded in one below it."""
+    total = total or 1e-30
     slowest = max((r.seconds for r in ordered if not r.depth and not r.container), default=0.0) / p.runs or 1e-30
     rows = [_row(p, r, total, slowest, producer) for r in ordered]
-    more = (f'<details class="more-rows"><summary>the other {len(rows) - SHOWN_ROWS} nodes, slowest first</summary>'
+    more = (f'<details class="more-rows"><summary>the other {len(rows) - SHOWN_ROWS} {what}, slowest first</summary>'
             f'{_table("".join(rows[SHOWN_ROWS:]))}</details>' if len(rows) > SHOWN_ROWS else "")
-    return (f'<ul class="facts-list">{head}</ul><p class="note">{escape(note or "")} {OUT_OF_SCOPE}</p>'
-            f'{_table("".join(rows[:SHOWN_ROWS]))}{more}')
+    return f'{_table("".join(rows[:SHOWN_ROWS]))}{more}'
 
 
 def _table(rows: str) -> str:
@@ -51,6 +59,7 @@ def _row(p, r, total: float, slowest: float, producer: dict) -> str:
     node = producer.get(r.name, "")
     name = f"%{escape(r.name)} = " if r.name else ""
     extra = ' <small>(includes its blocks)</small>' if r.container else ""
+    extra += f' <small>{escape(r.shapes)}</small>' if r.shapes else ""
     return (f'<tr class="prof-row" data-node="{escape(node)}" data-depth="{r.depth}"><td class="nm">'
             f'{"&nbsp;&nbsp;" * r.depth}{name}<b>{escape(r.kind)}</b>{extra}</td><td>{escape(r.source or "")}</td>'
             f'<td class="num">{per_run * 1e3:.4f}</td><td class="num share">{bar}<span>{share}</span></td>'
