@@ -179,8 +179,9 @@ def code_key(template: str, tile: int, split_min: int, sub: Graph) -> tuple:
     number: dict = {}
 
     def values(vs) -> tuple:
-        return tuple((number.setdefault(v.name, len(number)), v.type) for v in vs)
-    nodes = tuple((n.kind, values(n.inputs), values(n.outputs), repr(sorted(n.attrs.items()))) for n in sub.nodes)
+        return tuple([(number.setdefault(v.name, len(number)), v.type) for v in vs])
+    nodes = tuple([(n.kind, values(n.inputs), values(n.outputs), repr(sorted(n.attrs.items())) if n.attrs else "")
+                   for n in sub.nodes])
     return template, tile, split_min, values(sub.inputs), nodes, values(sub.outputs)
 
 

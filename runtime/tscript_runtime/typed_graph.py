@@ -74,7 +74,7 @@ def typed_graph(doc: dict) -> Graph:
 def _nodes(entries: list, values: dict) -> list:
     nodes = []
     for index, entry in enumerate(entries):
-        attrs = {k: _attr(decode_attr(v)) for k, v in entry.get("attrs", {}).items()}
+        attrs = {k: v if v.__class__ in _PLAIN else _attr(decode_attr(v)) for k, v in entry.get("attrs", {}).items()}
         node = Node(entry["kind"], [values[v] for v in entry["inputs"]], [], attrs, index=index)
         for b in entry.get("blocks", []):
             params = [_value(p, values) for p in b["params"]]
@@ -82,6 +82,9 @@ def _nodes(entries: list, values: dict) -> list:
         node.outputs = [_value(o, values, node) for o in entry["outputs"]]
         nodes.append(node)
     return nodes
+
+
+_PLAIN = {bool, int, float, str, type(None)}  # attribute values that decode to themselves
 
 
 def _attr(value):

@@ -5,7 +5,6 @@ are ever linked."""
 from __future__ import annotations
 
 import ctypes
-import glob
 import os
 
 from . import elf, object_loader, perf_map
@@ -55,6 +54,8 @@ def undefined_symbols(obj: bytes) -> set[str]:
 def blas_library() -> str | None:
     """Path of the OpenBLAS numpy bundles (ILP64, `scipy_cblas_*64_` symbols), if present."""
     if "blas" not in _state:
+        import glob
+
         import numpy
         base = os.path.join(os.path.dirname(numpy.__file__), os.pardir, "numpy.libs")
         found = sorted(glob.glob(os.path.join(base, "libscipy_openblas64_*.so")))
