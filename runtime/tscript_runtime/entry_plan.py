@@ -323,7 +323,7 @@ def _plan_fill(step: FillStep, node: dict, env: dict, ints) -> None:
 
 
 def _pack_bytes(m: int, n: int, k: int) -> int:
-    from .native.library.packed_gemm import pack_bytes  # (llvmlite: only where there is native code to plan)
+    from .native.library.blocking import pack_bytes
     return pack_bytes(m, n, k)
 
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 import tscript as ts
 import tscript.nn.functional as F
 from tscript_runtime.native.library.conv import images_per_gemm, implicit_columns, packs_from_image
-from tscript_runtime.native.library.packed_gemm import pack_bytes
+from tscript_runtime.native.library.blocking import pack_bytes
 
 from tests.codegen.test_conv_epilogue import run_case
 from tests.codegen.test_window_steps import check

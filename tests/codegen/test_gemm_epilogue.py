@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from tscript_runtime.native import library
-from tscript_runtime.native.library.packed_gemm import EPILOGUE_NAME, NAME, pack_bytes
+from tscript_runtime.native.library.blocking import pack_bytes
+from tscript_runtime.native.library.packed_gemm import EPILOGUE_NAME, NAME
 
 from tests.codegen.epilogue_check import EPILOGUE as _EPILOGUE, BlockCheck
 

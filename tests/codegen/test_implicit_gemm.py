@@ -15,7 +15,8 @@ from llvmlite import ir
 
 from tscript_runtime.native import library
 from tscript_runtime.native.library.implicit_gemm import CONV_NAME, define_sgemm_conv
-from tscript_runtime.native.library.packed_gemm import BLOCKING, define_sgemm, pack_bytes
+from tscript_runtime.native.library.blocking import pack_bytes
+from tscript_runtime.native.library.packed_gemm import BLOCKING, define_sgemm
 
 from tests.codegen.epilogue_check import BlockCheck
 from tests.codegen.test_conv_kernels import IM2COL, _guarded

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from tscript_runtime.native import library, target
-from tscript_runtime.native.library.packed_gemm import BLOCKING, NAME, define_sgemm, pack_bytes
+from tscript_runtime.native.library.blocking import pack_bytes
+from tscript_runtime.native.library.packed_gemm import BLOCKING, NAME, define_sgemm
 
 from tests.conftest import run_in_threads
 

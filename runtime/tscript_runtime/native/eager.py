@@ -92,7 +92,7 @@ def _link() -> _Library | None:
     try:
         found = library.addresses(_SIGNATURES)  # (the parts holding these: the im2col_part kernels too)
         library.parallel2()  # the worker the GEMM's two halves go to
-        from .library.packed_gemm import pack_bytes
+        from .library.blocking import pack_bytes
         from .target import host
         return _Library(found, "+avx512f" in host()["features"].split(","), pack_bytes)
     except Exception:  # whatever stops LLVM here only means the numpy kernels run: eager must not fail

@@ -36,16 +36,14 @@ column or row of C is computed by the same operations whether the product is cut
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from llvmlite import ir
 
+from .blocking import ALIGN, BLOCKING, LANES, Blocking
 from .loops import carried, counted, smin, splat, stack, zeros
 
 I1, I32, I64, F32, F64 = ir.IntType(1), ir.IntType(32), ir.IntType(64), ir.FloatType(), ir.DoubleType()
 I8P = ir.IntType(8).as_pointer()
 FP = F32.as_pointer()
-LANES = 16
 VEC = ir.VectorType(F32, LANES)
 VP = VEC.as_pointer()
 MASK = ir.VectorType(I1, LANES)
@@ -54,44 +52,6 @@ EPILOGUE_NAME = "tscript_sgemm_epilogue_f32"
 # void epilogue(i8* context, float* c, i64 rows, i64 cols, i64 ldc)
 EPILOGUE = ir.FunctionType(ir.VoidType(), [I8P, FP, I64, I64, I64])
 NO_TRANS = 111
-ALIGN = 64  # bytes: packed panels start on cache lines, so the micro-kernel's loads of B are aligned
-
-
-@dataclass(frozen=True)
-class Blocking:
-    """Register and cache blocking: MR rows x NV vectors of C in registers, K in steps of KC, columns
-    in blocks of NC (packed B, KC x NC floats, stays in L2), the K loop unrolled `unroll` times."""
-    mr: int = 6
-    nv: int = 4
-    kc: int = 256
-    nc: int = 512
-    unroll: int = 4
-    in_place_rows: int = 128  # a row-major B is packed only under more rows than this
-    split_min: int = 1 << 18  # multiply-adds from which the two halves run at once (benchmarks/gemm.py)
-
-    def __post_init__(self):
-        if self.nr & (self.nr - 1) or self.nc % self.nr or self.kc % self.unroll:
-            raise ValueError(f"{self}: NR must be a power of two dividing NC, and KC a multiple of the unrolling")
-
-    @property
-    def nr(self) -> int:
-        return self.nv * LANES
-
-
-BLOCKING = Blocking()
-
-
-def pack_bytes(m: int, n: int, k: int, blocking: Blocking = BLOCKING) -> int:
-    """Bytes of scratch `tscript_sgemm_f32` needs for an (M, N, K) product (`pack`)."""
-    return 2 * 4 * _region_floats(n, k, blocking) + ALIGN
-
-
-def _region_floats(n: int, k: int, blocking: Blocking) -> int:
-    """Floats of one thread's packing area: B's KC x NC block, then A's MR x KC micro-panel (each a
-    whole number of cache lines)."""
-    kc = min(k, blocking.kc)
-    nc = min(-(-n // blocking.nr) * blocking.nr, blocking.nc)
-    return kc * nc + -(-kc * blocking.mr // LANES) * LANES
 
 
 def define_sgemm(module: ir.Module, blocking: Blocking = BLOCKING, name: str = NAME) -> ir.Function:

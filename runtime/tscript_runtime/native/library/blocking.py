@@ -1,0 +1,46 @@
+"""The packed GEMM's blocking and the size of its scratch (packed_gemm.py), without llvmlite: the call
+planner sizes a product's scratch by `pack_bytes` where no code is built (a warm load of a saved model
+imports no IR builder)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+LANES = 16  # floats in one AVX-512 register
+ALIGN = 64  # bytes: packed panels start on cache lines, so the micro-kernel's loads of B are aligned
+
+
+@dataclass(frozen=True)
+class Blocking:
+    """Register and cache blocking: MR rows x NV vectors of C in registers, K in steps of KC, columns
+    in blocks of NC (packed B, KC x NC floats, stays in L2), the K loop unrolled `unroll` times."""
+    mr: int = 6
+    nv: int = 4
+    kc: int = 256
+    nc: int = 512
+    unroll: int = 4
+    in_place_rows: int = 128  # a row-major B is packed only under more rows than this
+    split_min: int = 1 << 18  # multiply-adds from which the two halves run at once (benchmarks/gemm.py)
+
+    def __post_init__(self):
+        if self.nr & (self.nr - 1) or self.nc % self.nr or self.kc % self.unroll:
+            raise ValueError(f"{self}: NR must be a power of two dividing NC, and KC a multiple of the unrolling")
+
+    @property
+    def nr(self) -> int:
+        return self.nv * LANES
+
+
+BLOCKING = Blocking()
+
+
+def pack_bytes(m: int, n: int, k: int, blocking: Blocking = BLOCKING) -> int:
+    """Bytes of scratch `tscript_sgemm_f32` needs for an (M, N, K) product (`pack`)."""
+    return 2 * 4 * _region_floats(n, k, blocking) + ALIGN
+
+
+def _region_floats(n: int, k: int, blocking: Blocking) -> int:
+    """Floats of one thread's packing area: B's KC x NC block, then A's MR x KC micro-panel (each a
+    whole number of cache lines)."""
+    kc = min(k, blocking.kc)
+    nc = min(-(-n // blocking.nr) * blocking.nr, blocking.nc)
+    return kc * nc + -(-kc * blocking.mr // LANES) * LANES
