@@ -94,11 +94,12 @@ def test_matches_numpy(sgemm, m, n, k, ta, tb, pad, beta, seed):
 
 @pytest.mark.parametrize("ta,tb", [(False, False), (False, True), (True, False), (True, True)])
 @pytest.mark.parametrize("m,n,k", [(70, 1100, 600), (1100, 70, 300), (13, 700, 520), (300, 301, 257),
-                                   (512, 49, 600), (129, 200, 64)])
+                                   (512, 49, 600), (129, 200, 64), (100, 300, 200)])
 def test_blocks_of_k_and_columns_and_both_halves(sgemm, m, n, k, ta, tb):
     """More than one KC block of K and NC block of columns, products cut in two by columns (wide) and
     by rows (tall), a last panel of 3 vectors and 1 column (7 x 7 pixels), and a row-major B read in
-    place (up to `in_place_rows` rows) or packed."""
+    place (up to `in_place_rows` rows of C and `in_place_floats` values: (100, 300, 200)) or packed (more
+    rows, or more values: (13, 700, 520))."""
     _case(sgemm, m, n, k, ta, tb, pad=1, beta=1.0, seed=m + n + k)
 
 

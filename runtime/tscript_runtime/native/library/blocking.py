@@ -18,7 +18,10 @@ class Blocking:
     kc: int = 256
     nc: int = 512
     unroll: int = 4
-    in_place_rows: int = 128  # a row-major B is packed only under more rows than this
+    in_place_rows: int = 128  # a row-major B is read in place under at most this many rows of C,
+    in_place_floats: int = 1 << 16  # and at most this many values (256 KiB: it stays in cache; a bigger one
+    #   streams from memory, one cache line per row of each panel, where a packing pass reads it row by row:
+    #   1x1 convolutions of 16-32 channels on 27x27-55x55 images 0.7-0.9x the time packed)
     split_min: int = 1 << 18  # multiply-adds from which the two halves run at once (benchmarks/gemm.py)
 
     def __post_init__(self):

@@ -15,8 +15,9 @@ registers). For each MR = 6 rows, the micro-kernel then walks those panels with 
 held in L1 and the panels streaming from L2; it keeps C's 6 x 64 tile in 24 zmm accumulators and per
 step of K loads 4 vectors of B and broadcasts 6 values of A into 24 FMAs. A row-major A is read in
 place (its 6 rows are 6 sequential streams); a transposed A's 6 rows are packed first (turned around
-16 x 16 in registers). A row-major B under at most `in_place_rows` rows is read in place too (but for
-its last, partial panel): packing it would cost more than the few row blocks that reuse it save.
+16 x 16 in registers). A row-major B of at most `in_place_floats` values under at most `in_place_rows`
+rows is read in place too (but for its last, partial panel): packing it would cost more than the few
+row blocks that reuse it save.
 Rows past the last whole micro-panel go in blocks of 4, 2 and 1 rows (tail_rows), and the last columns a kernel
 for that many vectors, the last one of 8 floats when 8 are enough, with masked loads and stores of C:
 nothing outside C's M x N values is read or written.
@@ -35,6 +36,8 @@ packing both halves repeat (all of A when N is cut, all of B when M is cut) is t
 column or row of C is computed by the same operations whether the product is cut or not.
 """
 from __future__ import annotations
+
+import functools
 
 from llvmlite import ir
 
@@ -313,7 +316,8 @@ class _Gemm:
                 b_block = b.gep(bm, [b.select(tb, b.add(b.mul(jc, ldb), pc), b.add(b.mul(pc, ldb), jc))])
                 # a row-major B under few rows: its whole panels are read in place (packing them costs
                 # more than it saves), only the last one is packed (for the masked loads past column N)
-                in_place = b.and_(b.not_(tb), b.icmp_signed("<=", m, I64(k.in_place_rows)))
+                in_place = functools.reduce(b.and_, [b.not_(tb), b.icmp_signed("<=", m, I64(k.in_place_rows)),
+                                                     b.icmp_signed("<=", b.mul(kk, n), I64(k.in_place_floats))])
                 cols = b.and_(nc, I64(-k.nr))
                 b.call(self.pack_b(), [b.select(in_place, b.gep(b_block, [cols]), b_block), ldb, tb, kc,
                                        b.select(in_place, b.sub(nc, cols), nc), pack])
