@@ -44,7 +44,8 @@ _SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_int32, *[ctypes.c_i
 def _library_sgemm():
     """The library's function (its worker thread started) and its `pack_bytes`."""
     from tscript_runtime.native import library
-    from tscript_runtime.native.library.packed_gemm import NAME, pack_bytes
+    from tscript_runtime.native.library.blocking import pack_bytes
+    from tscript_runtime.native.library.packed_gemm import NAME
     library.parallel2()
     return _SIGNATURE(library.addresses()[NAME]), pack_bytes
 

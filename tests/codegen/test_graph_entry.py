@@ -11,7 +11,7 @@ from tscript import nn
 from tscript.nn import functional as F
 from tscript_runtime.entry_plan import make_plan
 from tscript_runtime.entry_steps import GEMM_SLOTS, GemmStep
-from tscript_runtime.native.library.packed_gemm import pack_bytes
+from tscript_runtime.native.library.blocking import pack_bytes
 from tscript.jit.compiled import CompiledModel
 
 from tests.conftest import assert_close, run_in_threads
