@@ -436,7 +436,7 @@ def _plan_conv(step: WindowStep, env: dict, x, args: list) -> list:
         from .native.library.conv import PACKED_FROM, images_per_gemm, implicit_columns, packs_from_image
         images = images_per_gemm(x.shape[0] if x.ndim == 4 else 1, groups, length)
         pointwise = kernel == (1, 1) and tuple(g.stride) == (1, 1) and tuple(g.padding) == (0, 0)
-        implicit = implicit_columns(x.dtype) and packs_from_image(kernel, g.stride[1], o, images * length, images)
+        implicit = implicit_columns(x.dtype) and packs_from_image(pointwise, g.stride[1], o, images * length, images)
         columns = 0 if implicit else k
         scratch = (columns + o) * images * length * x.itemsize if images > 1 else \
             0 if pointwise else columns * length * x.itemsize

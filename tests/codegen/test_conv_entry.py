@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import tscript as ts
 import tscript.nn.functional as F
 
 from tests.codegen.test_window_steps import check
@@ -74,12 +75,19 @@ def test_pointwise_reads_the_input_as_columns(n, cin, cout, size, groups, bias, 
         check(lambda t, u: F.conv2d(t, u, None, 1, 0, 1, groups), x, w, dtype=dtype)
 
 
-@pytest.mark.parametrize("stride, padding, dilation", [(2, 0, 1), (1, 1, 1), (1, 0, 2)])
-def test_other_1x1_convolutions_still_use_columns(stride, padding, dilation):
-    rng = np.random.default_rng(stride + padding)
-    x = rng.standard_normal((2, 6, 9, 8))
-    w = rng.standard_normal((10, 6, 1, 1))
+@pytest.mark.parametrize("stride, padding, dilation", [(2, 0, 1), (1, 1, 1), (1, 0, 2), (3, 1, 1)])
+@pytest.mark.parametrize("shape, out", [((2, 6, 9, 8), 10), ((2, 16, 46, 45), 24), ((1, 8, 40, 40), 70)])
+def test_other_1x1_convolutions_pack_their_columns(stride, padding, dilation, shape, out):
+    """1x1 convolutions that are not pointwise (strided, padded): their columns are packed from the
+    image (not copied by im2col first) where the rows do not outnumber them, else im2col'd; eager too."""
+    rng = np.random.default_rng(stride + padding + out)
+    x = rng.standard_normal(shape)
+    w = rng.standard_normal((out, shape[1], 1, 1))
     check(lambda t, u: F.conv2d(t, u, None, stride, padding, dilation), x, w)
+    got = F.conv2d(ts.from_numpy(x.astype(np.float32)), ts.from_numpy(w.astype(np.float32)), None, stride, padding,
+                   dilation).numpy()
+    expected = F.conv2d(ts.from_numpy(x), ts.from_numpy(w), None, stride, padding, dilation).numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
 
 
 @st.composite

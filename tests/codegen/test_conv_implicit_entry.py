@@ -72,17 +72,19 @@ def test_where_im2col_measured_faster(n, c, out, size, kernel, stride):
 
 
 def test_which_products_pack_from_the_image():
-    assert packs_from_image((3, 3), 1, 512, 49)        # stride 1: always
-    assert packs_from_image((7, 7), 2, 64, 12544)      # strided, more columns than rows
-    assert not packs_from_image((3, 3), 2, 512, 49)    # strided, more rows: both cores would pack all of B
-    assert not packs_from_image((1, 1), 1, 64, 3136)   # 1x1: im2col (or the image itself)
+    assert packs_from_image(False, 1, 512, 49)         # stride 1: always
+    assert packs_from_image(False, 2, 64, 12544)       # strided, more columns than rows
+    assert not packs_from_image(False, 2, 512, 49)     # strided, more rows: both cores would pack all of B
+    assert not packs_from_image(True, 1, 64, 3136)     # pointwise, one image: the GEMM reads the image itself
+    assert packs_from_image(True, 1, 64, 980, 5)       # pointwise, several images: not copied side by side
+    assert packs_from_image(False, 2, 128, 784)        # a strided 1x1 (ResNet's downsample): not im2col'd
 
 
 @pytest.mark.parametrize("epilogue", ["bn_residual", "residual_relu", "scale_shift_relu", "relu"])
 @pytest.mark.parametrize("shape, out, kernel, stride, padding, groups", [
     ((1, 12, 30, 30), 20, (3, 3), (1, 1), (1, 1), 1),   # one image: the epilogue inside the GEMM
     ((2, 12, 30, 30), 24, (3, 3), (2, 2), (1, 1), 2),   # groups: a product per image and group
-    ((6, 8, 9, 9), 16, (3, 3), (1, 1), (1, 1), 1),      # small images side by side: after the copy
+    ((6, 8, 9, 9), 16, (3, 3), (1, 1), (1, 1), 1),      # small images side by side: spread from the GEMM
     ((1, 12, 13, 13), 64, (3, 3), (2, 2), (1, 1), 1),   # im2col, then the product (more rows than columns)
 ])
 def test_epilogues(shape, out, kernel, stride, padding, groups, epilogue):

@@ -128,13 +128,13 @@ def _by_columns(lib: _Library, x, weight, bias, dims: tuple, groups: int, y) -> 
     faster (library.conv.packs_from_image), else im2col'd into a scratch first."""
     (n, c, h, w), (o, cg, kh, kw), (oh, ow) = x.shape, weight.shape, y.shape[2:]
     og, k, length = o // groups, cg * kh * kw, oh * ow
-    pointwise = kh == kw == 1 and dims[5:9] == (1, 1, 0, 0)
+    pointwise = _pointwise(dims)
     from .library.conv import images_per_gemm, packs_from_image
     images = images_per_gemm(n, groups, length)
     if images > 1 and "tscript_im2col_ld_f32" in lib.fn:
         _small_images(lib, x, weight, bias, dims, images, y)
         return
-    implicit = lib.fn.get("tscript_sgemm_conv_f32") if packs_from_image((kh, kw), dims[6], og, length) else None
+    implicit = lib.fn.get("tscript_sgemm_conv_f32") if packs_from_image(pointwise, dims[6], og, length) else None
     buffers = _scratch(0 if pointwise or implicit else k * length, lib.pack_bytes(og, length, k))
     col, pack = (_address(a) for a in buffers)
     if bias is not None:
@@ -156,6 +156,11 @@ def _by_columns(lib: _Library, x, weight, bias, dims: tuple, groups: int, y) -> 
                   pack)
 
 
+def _pointwise(dims: tuple) -> bool:
+    """Is the convolution of GEOMETRY `dims` 1x1, stride 1, unpadded (its input is its im2col columns)?"""
+    return tuple(dims[3:5]) == (1, 1) and tuple(dims[5:9]) == (1, 1, 0, 0)
+
+
 def _small_images(lib: _Library, x, weight, bias, dims: tuple, images: int, y) -> None:
     """A one-group convolution of small images (7x7, 14x14), `images` at a time, as the entry runs it:
     their columns side by side (packed from the images, or im2col'd), one GEMM of images * L columns
@@ -163,7 +168,7 @@ def _small_images(lib: _Library, x, weight, bias, dims: tuple, images: int, y) -
     waste much of the micro-kernel on its edge panel: 49 columns of 64)."""
     from .library.conv import packs_from_image
     (n, c, h, w), (o, k), length = x.shape, (weight.shape[0], weight[0].size), y.shape[2] * y.shape[3]
-    implicit = lib.fn.get("tscript_sgemm_conv_f32") if packs_from_image(dims[3:5], dims[6], o, images * length,
+    implicit = lib.fn.get("tscript_sgemm_conv_f32") if packs_from_image(_pointwise(dims), dims[6], o, images * length,
                                                                               images) else None
     col, pack = (_address(a) for a in _scratch(0 if implicit else k * images * length,
                                                 lib.pack_bytes(o, images * length, k)))

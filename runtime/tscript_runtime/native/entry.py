@@ -505,9 +505,8 @@ def _packs_from_image(b: ir.IRBuilder, dtype, slot: dict, columns, batched: bool
     from .library.conv import implicit_columns
     if not implicit_columns(dtype):
         return I1(0)
-    one_by_one = b.and_(b.icmp_signed("==", slot["kh"], I64(1)), b.icmp_signed("==", slot["kw"], I64(1)))
     wide = b.or_(b.icmp_signed("==", slot["sw"], I64(1)), b.icmp_signed(">=", columns, slot["O"]))
-    return wide if batched else b.and_(b.not_(one_by_one), wide)
+    return wide if batched else b.and_(b.not_(_pointwise(b, slot)), wide)
 
 
 def _implicit_product(module, b: ir.IRBuilder, args: list, accumulate, pack, finish: tuple | None = None) -> None:

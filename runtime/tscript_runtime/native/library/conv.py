@@ -59,15 +59,17 @@ def implicit_columns(dtype) -> bool:
     return np.dtype(dtype) == np.float32 and "+avx512f" in host()["features"].split(",")
 
 
-def packs_from_image(kernel: tuple, stride_w: int, rows: int, columns: int, images: int = 1) -> bool:
+def packs_from_image(pointwise: bool, stride_w: int, rows: int, columns: int, images: int = 1) -> bool:
     """Where `implicit_columns`: does a convolution's product of `rows` output channels and `columns`
-    columns (of `images` images side by side) pack them from the image? Not for one image's 1x1 kernel
-    (its im2col is a strided copy of the input, which the GEMM then reads in place; several images'
-    columns would be copied side by side first, on one core), nor for a strided one whose rows
-    outnumber its columns (the product is cut by rows, both cores packing all of B: from the image
-    that measured 5-13% slower than im2col once, ResNet's 14x14 and 7x7 stride-2 layers). The
-    entry's code decides the same (native/entry.py `_packs_from_image`)."""
-    return (tuple(kernel) != (1, 1) or images > 1) and (stride_w == 1 or columns >= rows)
+    columns (of `images` images side by side) pack them from the image? Not for one image of a
+    `pointwise` convolution (1x1, stride 1, unpadded: its columns are the input itself, which the GEMM
+    reads in place; several images' columns would be copied side by side first, on one core), nor for
+    a strided one whose rows outnumber its columns (the product is cut by rows, both cores packing all
+    of B: from the image that measured 5-13% slower than im2col once, ResNet's 14x14 and 7x7 stride-2
+    layers). A strided 1x1 convolution packs from the image: its im2col is a copy on one core (ResNet's
+    56x56 downsample took 2.9x ONNX Runtime's time). The entry's code decides the same
+    (native/entry.py `_packs_from_image`)."""
+    return (not pointwise or images > 1) and (stride_w == 1 or columns >= rows)
 
 
 def define_im2col_ld(module: ir.Module, dtype) -> ir.Function:
