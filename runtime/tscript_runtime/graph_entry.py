@@ -296,14 +296,25 @@ def attribute_trie(attrs: list) -> tuple:
 
 
 class TreeReader:
-    """Reads the parameters from an attribute tree of nested mappings (a saved model's)."""
+    """Reads the parameters from an attribute tree of nested mappings (a saved model's). A tree with a
+    `version` (model.AttributeTree, which counts its arrays replaced) is read again only when that
+    changed: the last list is returned as it is (the entry then sees no new array to hold)."""
 
     def __init__(self, trie: tuple, n: int):
         self.trie, self.n = trie, n
+        self._last = (None, None, None)  # (tree, its version, its arrays)
 
     def __call__(self, tree) -> list | None:
+        version = getattr(tree, "version", None)
+        last_tree, last_version, last = self._last
+        if version is not None and tree is last_tree and version == last_version:
+            return last
         fixed = [None] * self.n
-        return fixed if _read(tree, self.trie, fixed) else None
+        if not _read(tree, self.trie, fixed):
+            return None
+        if version is not None:
+            self._last = (tree, version, fixed)
+        return fixed
 
 
 def _read(obj, trie: tuple, fixed: list) -> bool:

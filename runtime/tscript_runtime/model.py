@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -301,9 +302,15 @@ def _dynamic(archive: Archive, data, where: str) -> list:
     return data
 
 
-def attribute_tree(params: dict) -> dict:
+class AttributeTree(dict):
+    """The root of an attribute tree; `version` counts its arrays replaced since load (a whole-graph entry
+    reads the arrays again only then: graph_entry.TreeReader)."""
+    version = 0
+
+
+def attribute_tree(params: dict) -> AttributeTree:
     """Parameters by dotted name as nested dicts sharing the arrays: what GetAttr chains read."""
-    tree: dict = {}
+    tree = AttributeTree()
     for name, array in params.items():
         *path, leaf = name.split(".")
         node = tree
@@ -311,6 +318,49 @@ def attribute_tree(params: dict) -> dict:
             node = node.setdefault(part, {})
         node[leaf] = array
     return tree
+
+
+class Params(MutableMapping):
+    """A loaded model's parameters and buffers by state_dict name (`Model.params`). Writes into an array
+    change later runs; assigning an array replaces it (and every name tied to it) for later runs, if it
+    has the shape and dtype of the one it replaces (a copy where it is not C-contiguous); none can be
+    added or removed."""
+
+    def __init__(self, arrays: dict, tree: AttributeTree, source: str):
+        self._arrays, self._tree, self._source = arrays, tree, source
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self._arrays[name]
+
+    def __iter__(self):
+        return iter(self._arrays)
+
+    def __len__(self) -> int:
+        return len(self._arrays)
+
+    def __setitem__(self, name: str, value) -> None:
+        if name not in self._arrays:
+            known = ", ".join(list(self._arrays)[:8]) + (", ..." if len(self._arrays) > 8 else "")
+            raise KeyError(f"{self._source}: the model has no parameter or buffer '{name}' (it has: {known})")
+        old, new = self._arrays[name], np.asarray(value)
+        if new.shape != old.shape or new.dtype != old.dtype:
+            raise ValueError(f"{self._source}: parameter '{name}' is {old.dtype}{list(old.shape)}, got "
+                             f"{new.dtype}{list(new.shape)}")
+        new = np.ascontiguousarray(new)
+        for tied in [n for n, a in self._arrays.items() if a is old]:  # (tied weights stay tied)
+            self._arrays[tied] = new
+            *path, leaf = tied.split(".")
+            node = self._tree
+            for part in path:
+                node = node[part]
+            node[leaf] = new
+        self._tree.version += 1
+
+    def __delitem__(self, name: str) -> None:
+        raise TypeError(f"{self._source}: a loaded model's parameters cannot be removed ('{name}')")
+
+    def __repr__(self) -> str:
+        return f"Params({', '.join(f'{n}: {a.dtype}{list(a.shape)}' for n, a in self._arrays.items())})"
 
 
 # -- running ----------------------------------------------------------------------------------------
@@ -329,9 +379,9 @@ class Model:
         self.source = saved.source
         self.origin = origin  #: the file's path, or its bytes (what pickling sends; see travel.py)
         self.manifest = saved.manifest
-        self.params: dict = saved.params  #: name -> array; in-place writes change later runs
+        self._tree = attribute_tree(saved.params)
+        self.params = Params(saved.params, self._tree, self.source)  #: name -> array (see Params)
         self.entry_points: dict = saved.entry_points
-        self._tree = attribute_tree(self.params)
         self.executables: dict = {name: self._executable(e) for name, e in self.entry_points.items()}
         self._training = _training_section(saved)
 

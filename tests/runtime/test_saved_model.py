@@ -273,6 +273,54 @@ def test_writing_params_in_place_changes_the_next_run(mlp):
     assert_same(model.run(x), eager(module, x))
 
 
+def test_assigning_params_replaces_them_for_the_next_run(mlp):
+    """`model.params[name] = array` is seen by the next run (the entry reads the arrays again only after
+    such a change), writes into the new array too; a transposed array is taken as a C-contiguous copy."""
+    module, path = mlp
+    model = rt.load(path)
+    x = data(4, 4)
+    model.run(x)
+    weight = np.full(model.params["fc1.weight"].shape[::-1], 0.5, np.float32).T  # (not C-contiguous)
+    model.params["fc1.weight"] = weight
+    model.params["fc2.bias"] = np.arange(model.params["fc2.bias"].size, dtype=np.float32)
+    with ts.no_grad():
+        module.fc1.weight.copy_(ts.from_numpy(np.ascontiguousarray(weight)))
+        module.fc2.bias.copy_(ts.arange(module.fc2.bias.numel(), dtype=ts.float32))
+    assert_same(model.run(x), eager(module, x))
+    model.params["fc2.bias"][:] = 3.0
+    with ts.no_grad():
+        module.fc2.bias.fill_(3.0)
+    assert_same(model.run(x), eager(module, x))
+
+
+def test_assigning_one_of_tied_weights_replaces_both(tmp_path):
+    module = nn.Sequential(nn.Linear(4, 4, bias=False), nn.Linear(4, 4, bias=False))
+    module[1].weight = module[0].weight
+    model = rt.load(saved(tmp_path, module, ts.randn(2, 4)))
+    model.params["1.weight"] = np.eye(4, dtype=np.float32)
+    assert model.params["0.weight"] is model.params["1.weight"]
+    x = data(2, 4)
+    np.testing.assert_allclose(model.run(x), x, rtol=1e-6)
+
+
+@pytest.mark.parametrize("name, value, error, match", [
+    ("fc1.weight", np.zeros((2, 2), np.float32), ValueError, r"parameter 'fc1.weight' is float32\[\d+, 4\], got float32\[2, 2\]"),
+    ("fc1.weight", None, ValueError, r"is float32\[\d+, 4\], got float64"),
+    ("nope", np.zeros(1, np.float32), KeyError, r"no parameter or buffer 'nope' \(it has: fc1.weight"),
+])
+def test_assigning_a_wrong_param_is_refused_and_changes_nothing(mlp, name, value, error, match):
+    model = rt.load(mlp[1])
+    x = data(4, 4)
+    before = model.run(x)
+    if value is None:
+        value = np.zeros(model.params[name].shape, np.float64)
+    with pytest.raises(error, match=match):
+        model.params[name] = value
+    with pytest.raises(TypeError, match="cannot be removed"):
+        del model.params["fc1.weight"]
+    assert_same(model.run(x), before)
+
+
 def test_programs_are_built_at_load(mlp, monkeypatch):
     built = []
     real = rt_model.Executable
