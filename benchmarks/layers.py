@@ -64,7 +64,7 @@ def _theirs(spec, tmp: str) -> tuple[list, float]:
 
 
 _KINDS = {"tscript::ConvGroup": "conv", "aten::conv2d": "conv", "Conv": "conv", "FusedConv": "conv",
-          "aten::max_pool2d": "maxpool", "MaxPool": "maxpool", "aten::cat": "cat", "Concat": "cat",
+          "aten::conv_transpose2d": "convt", "ConvTranspose": "convt", "aten::max_pool2d": "maxpool", "MaxPool": "maxpool", "aten::cat": "cat", "Concat": "cat",
           "aten::linear": "gemm", "Gemm": "gemm", "FusedGemm": "gemm", "MatMul": "gemm", "aten::matmul": "gemm"}
 
 
@@ -78,6 +78,8 @@ def _key(kind: str, shapes: list):
     kind = _KINDS.get(kind)
     if kind is None or not shapes:
         return None
+    if kind == "convt":  # (ONNX Runtime lists its bias, not its weight)
+        return kind, shapes[0], ()
     weight = shapes[1] if len(shapes) > 1 and kind == "conv" else ()
     return kind, shapes[0], (weight[2:], -(-weight[0] // 16)) if weight else ()
 
