@@ -4,7 +4,7 @@
     tsrt run model.tsm --input x.npy [...] [--output out.npz] [--grad]
     tsrt ir model.tsm [--entry forward]
     tsrt bench model.tsm [--runs N] [--input x.npy ...]  latency over repeated runs
-                         [--profile]                     ... and the time of every node, sorted
+                         [--profile]                     ... and the time of every step and node, sorted
     tsrt report model.tsm -o report.html                 one HTML file: graph, kernels, profile, memory
     tsrt serve model.tsm [--port N] [--host H]           an HTTP inference server (serve.py)
 
@@ -50,8 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also compute and print gradients (of forward, in models saved with a backward entry point)")
     bench.add_argument("--runs", type=int, default=100, help="number of timed runs (default: 100)")
     bench.add_argument("--warmup", type=int, default=3, help="untimed runs first (default: 3)")
-    bench.add_argument("--profile", action="store_true", help="also time every node of the graph (through the "
-                       "executor) and print them sorted, with GFLOP/s of GEMMs and convolutions")
+    bench.add_argument("--profile", action="store_true", help="also time every step of the whole-graph entry "
+                       "inside the native call, and every node through the executor, and print them sorted, with "
+                       "operand shapes and GFLOP/s of GEMMs and convolutions")
     report.add_argument("-o", "--output", required=True, metavar="FILE.html", help="where to write the report")
     report.add_argument("--runs", type=int, default=10, help="profiled runs per entry point (default: 10; 0: none)")
     report.add_argument("--layout", default="auto", choices=["auto", "dot", "layered", "list"],
