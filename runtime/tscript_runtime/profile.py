@@ -53,6 +53,7 @@ class Profile:
     peak_bytes: int = 0                        #: most bytes of intermediate arrays alive at once (executor)
     arena_bytes: int | None = None             #: the whole-graph entry's arena for these inputs
     steps: list = field(default_factory=list)  #: NodeTime per whole-graph entry step, in order (timed natively)
+    why_no_steps: str = ""                     #: why the entry's steps were not timed (its timed build failed)
 
     def sorted_rows(self) -> list:
         """The rows, slowest first (If/Loop nodes, which include their blocks' time, among them)."""
@@ -93,6 +94,8 @@ def table_lines(profile: Profile, limit: int | None = None) -> list[str]:
                      f"per call):")
         lines += _rows(p, p.sorted_steps(), p.step_total(), limit, "steps")
         lines.append("the same graph node by node through the executor (as a call the entry cannot plan runs):")
+    elif p.why_no_steps:
+        lines.append(f"the entry's steps are not timed: {p.why_no_steps}")
     return lines + _rows(p, p.sorted_rows(), p.node_total(), limit, "nodes")
 
 
@@ -146,7 +149,10 @@ def profile_executable(executable, args: list, runs: int = 10, threads: int = 1)
     profile.peak_bytes = memory.peak
     profile.peak_gflops = _peak(executable, threads)
     if profile.entry is not None:
-        _time_steps(executable, args, profile)
+        try:
+            _time_steps(executable, args, profile)
+        except Exception as e:  # (LLVM failing on the timed build: the rest of the profile still stands)
+            profile.steps, profile.why_no_steps = [], f"{type(e).__name__}: {e}"
     return profile
 
 

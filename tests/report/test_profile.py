@@ -131,3 +131,20 @@ def test_the_interpreted_program_profiles_too():
     profile = profile_executable(executable, [np.ones((4, 3), np.float32)], runs=2)
     assert profile.peak_gflops == 0 and "no native code" in profile.why_no_entry
     assert [r.kind for r in profile.rows][-1] == "aten::relu"
+
+
+def test_a_failing_timed_build_leaves_the_rest_of_the_profile(monkeypatch):
+    ts.manual_seed(0)
+    x = ts.randn(8, 16)
+    cm = ts.jit.compile(TwoLayer().eval(), (x,))
+    takes_self = cm.executable.graph["inputs"][0].get("type", "").startswith("__module__")
+    args = (list(cm._tree) if takes_self else []) + [x.numpy()]
+    from tscript_runtime.native import step_clock
+
+    def fail(executable):
+        raise RuntimeError("LLVM said no")
+    monkeypatch.setattr(step_clock, "StepClock", fail)
+    profile = profile_executable(cm.executable, args, runs=2)
+    assert profile.entry is not None and profile.rows and not profile.steps
+    assert "the entry's steps are not timed: RuntimeError: LLVM said no" in profile.table()
+
