@@ -29,7 +29,8 @@ def profile_section(profile, note: str, producer: dict) -> str:
                      f"{p.threads} thread{'s' * (p.threads != 1)})")
     head = "".join(f"<li>{line}</li>" for line in lines)
     steps = (f'<p class="note">{STEPS}</p>{_tables(p, p.sorted_steps(), p.step_total(), producer, "steps")}'
-             if p.steps else "")
+             if p.steps else f'<p class="note">The entry\'s steps are not timed: {escape(p.why_no_steps)}</p>'
+             if p.why_no_steps else "")
     return (f'<ul class="facts-list">{head}</ul><p class="note">{escape(note or "")}</p>{steps}'
             f'<p class="note">{EXECUTOR}</p>{_tables(p, p.sorted_rows(), p.node_total(), producer, "nodes")}')
 
