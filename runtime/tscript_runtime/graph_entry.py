@@ -27,6 +27,7 @@ first run that needs it, so a file cannot make loading take memory at its word.
 """
 from __future__ import annotations
 
+import copy
 import ctypes
 import math
 import threading
@@ -137,6 +138,15 @@ class GraphEntry:
                 results.append(a if a.shape == shape and offset == 0 and (strides or a.strides) == a.strides
                                else np.asarray(_View(a, shape, strides, offset)))
         return results if self._structure is None else [_rebuild(s, results) for s in self._structure]
+
+    def twin(self, address: int, owner) -> "GraphEntry":
+        """A runner of other code built for the same layout (a timed build: native/step_clock.py) at
+        `address` in `owner` (its library), reading the same inputs and parameters, with plans and
+        thread state of its own."""
+        other = copy.copy(self)
+        other.fn, other.owner = _ENTRY(address), owner
+        other._plans, other._local = {}, threading.local()
+        return other
 
     def _fixed_arrays(self) -> list:
         """The fixed arrays of this thread's last call: tensor constants and parameters."""

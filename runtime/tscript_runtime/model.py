@@ -312,12 +312,17 @@ def attribute_tree(params: dict) -> AttributeTree:
     """Parameters by dotted name as nested dicts sharing the arrays: what GetAttr chains read."""
     tree = AttributeTree()
     for name, array in params.items():
-        *path, leaf = name.split(".")
-        node = tree
-        for part in path:
-            node = node.setdefault(part, {})
-        node[leaf] = array
+        _place(tree, name, array)
     return tree
+
+
+def _place(tree: dict, name: str, array: np.ndarray) -> None:
+    """`array` at the dotted `name` of `tree` (its modules' dicts made where missing)."""
+    *path, leaf = name.split(".")
+    node = tree
+    for part in path:
+        node = node.setdefault(part, {})
+    node[leaf] = array
 
 
 class Params(MutableMapping):
@@ -343,17 +348,15 @@ class Params(MutableMapping):
             known = ", ".join(list(self._arrays)[:8]) + (", ..." if len(self._arrays) > 8 else "")
             raise KeyError(f"{self._source}: the model has no parameter or buffer '{name}' (it has: {known})")
         old, new = self._arrays[name], np.asarray(value)
+        if new is old:  # (`params[name] -= g` writes in place, then assigns the same array back)
+            return
         if new.shape != old.shape or new.dtype != old.dtype:
             raise ValueError(f"{self._source}: parameter '{name}' is {old.dtype}{list(old.shape)}, got "
                              f"{new.dtype}{list(new.shape)}")
         new = np.ascontiguousarray(new)
         for tied in [n for n, a in self._arrays.items() if a is old]:  # (tied weights stay tied)
             self._arrays[tied] = new
-            *path, leaf = tied.split(".")
-            node = self._tree
-            for part in path:
-                node = node[part]
-            node[leaf] = new
+            _place(self._tree, tied, new)
         self._tree.version += 1
 
     def __delitem__(self, name: str) -> None:

@@ -52,7 +52,7 @@ def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("TSCRIPT_CACHE_DIR", str(tmp_path / "cache"))
     emitted = []
     emit_module = emit.emit_module
-    monkeypatch.setattr(emit, "emit_module", lambda plan: (emitted.append(plan), emit_module(plan))[1])
+    monkeypatch.setattr(emit, "emit_module", lambda plan, *timed: (emitted.append(plan), emit_module(plan, *timed))[1])
     return emitted
 
 

@@ -101,23 +101,31 @@ def _compile(text: str, declared: set) -> tuple[bytes, set[str]]:
     return obj, imports_of_declared(declared, obj)
 
 
-def _key(graph: dict, plan: NativePlan, text: bytes | None = None) -> str:
+def _key(graph: dict, plan: NativePlan, text: bytes | None = None, timed: bool = False) -> str:
     """The object cache key of `graph`'s code under `plan`; `text`: the JSON text the document was
-    read from (a saved model's member), hashed as it is instead of serializing the document again."""
-    return cache_key("model", document_text(graph).encode() if text is None else text, plan.fingerprint())
+    read from (a saved model's member), hashed as it is instead of serializing the document again;
+    `timed`: the build whose entry counts each step's cycles (a cache entry of its own)."""
+    return cache_key("model-timed" if timed else "model", document_text(graph).encode() if text is None else text,
+                     plan.fingerprint())
+
+
+def native_object(graph: dict, plan: NativePlan, text: bytes | None = None, timed: bool = False) -> tuple:
+    """(object code, imports) of `graph`'s code under `plan` (`timed`: with the timed entry), from the
+    cache or emitted and compiled now (after compile_ahead's child, if it is building it)."""
+    key = _key(graph, plan, text, timed)
+
+    def emit():
+        module = emit_module(plan, timed)
+        return _compile(str(module), declared_functions(module))
+    child_builds.wait_for(key)
+    return cached_object(key, emit)
 
 
 def link_native(graph: dict, plan: NativePlan, text: bytes | None = None) -> NativeCode:
     """The native code of `graph` (its document, read from the JSON `text` if given) under `plan`,
     emitted now or found in the cache. Its library is unloaded when the model's code and launchers are
     dropped."""
-    key = _key(graph, plan, text)
-
-    def emit():
-        module = emit_module(plan)
-        return _compile(str(module), declared_functions(module))
-    child_builds.wait_for(key)  # (compile_ahead's child)
-    obj, imports = cached_object(key, emit)
+    obj, imports = native_object(graph, plan, text)
     assert imports <= MODEL_IMPORTS, f"emitted code imports {sorted(imports - MODEL_IMPORTS)}"
     names = symbols(plan)
     exports = list(dict.fromkeys(names.values())) + ([ENTRY] if plan.layout is not None else [])

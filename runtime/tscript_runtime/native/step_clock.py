@@ -9,17 +9,13 @@ seconds (x86's time-stamp counter ticks at a constant rate, whatever the core's 
 """
 from __future__ import annotations
 
-import copy
 import ctypes
-import threading
 import time
 
 import numpy as np
 
-from ..graph_json import document_text
-from .cache import cache_key, cached_object
-from .emit import ENTRY, _compile, emit_module
-from .link import NativeLibrary, declared_functions
+from .emit import ENTRY, native_object
+from .link import NativeLibrary
 
 CALIBRATION = 0.02  # seconds over which the counter's rate is measured
 _COUNTS = ctypes.CFUNCTYPE(ctypes.c_void_p)
@@ -31,25 +27,15 @@ class StepClock:
     would hand the call to the executor) and returns each step's seconds in that call."""
 
     def __init__(self, executable):
-        from ..graph_entry import _ENTRY
         plan = executable.plan
-        text = document_text(executable.graph).encode() if executable.text is None else executable.text
-        key = cache_key("model-timed", text, plan.fingerprint())
-
-        def emit():
-            module = emit_module(plan, timed=True)
-            return _compile(str(module), declared_functions(module))
-        obj, imports = cached_object(key, emit)
+        obj, imports = native_object(executable.graph, plan, executable.text, timed=True)
         self.library = NativeLibrary(obj, [ENTRY, f"{ENTRY}_cycles", f"{ENTRY}_clock"], imports)
         self.steps = len(plan.layout.steps)
         address = _COUNTS(self.library.address(f"{ENTRY}_cycles"))()
         self._counts = np.ctypeslib.as_array(ctypes.cast(address, ctypes.POINTER(ctypes.c_int64)),
                                              (self.steps + 1,))
         self._clock = _CLOCK(self.library.address(f"{ENTRY}_clock"))
-        # the untimed runner's inputs, parameters and plans, calling this code instead
-        self.entry = copy.copy(executable.entry)
-        self.entry.fn, self.entry.owner = _ENTRY(self.library.address(ENTRY)), self.library
-        self.entry._plans, self.entry._local = {}, threading.local()
+        self.entry = executable.entry.twin(self.library.address(ENTRY), self.library)
         self.seconds_per_count = self._rate()
 
     def _rate(self) -> float:
