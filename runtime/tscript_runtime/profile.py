@@ -135,6 +135,14 @@ def profile_executable(executable, args: list, runs: int = 10, threads: int = 1)
         raise ValueError(f"runs must be a positive int, got {runs!r}")
     profile = Profile(runs, threads=threads)
     _time_entry(executable, args, profile)
+    steps = None
+    if profile.entry is not None:
+        # before the executor runs: its numpy GEMMs leave OpenBLAS's threads spinning on both cores for a
+        # while, and steps timed then took twice their time (a DCGAN's transposed convolutions)
+        try:
+            steps = _time_steps(executable, args, profile.runs)
+        except Exception as e:  # (LLVM failing on the timed build: the rest of the profile still stands)
+            profile.why_no_steps = f"{type(e).__name__}: {e}"
     timer = _Timer(profile.rows)
     program = executable.program.with_hooks(timer.hook)
     program.run(args)  # warm-up: first-call costs (kernel launch plans) are not what a model spends
@@ -148,23 +156,25 @@ def profile_executable(executable, args: list, runs: int = 10, threads: int = 1)
     executable.program.with_hooks(memory.hook).run(args)
     profile.peak_bytes = memory.peak
     profile.peak_gflops = _peak(executable, threads)
-    if profile.entry is not None:
-        try:
-            _time_steps(executable, args, profile)
-        except Exception as e:  # (LLVM failing on the timed build: the rest of the profile still stands)
-            profile.steps, profile.why_no_steps = [], f"{type(e).__name__}: {e}"
+    if steps is not None:
+        _label_steps(executable, steps, profile)
     return profile
 
 
-def _time_steps(executable, args: list, profile: Profile) -> None:
-    """Each whole-graph entry step's time over the profile's runs (native/step_clock.py), labelled by its
-    graph node, with the FLOPs the executor counted for that node."""
+def _time_steps(executable, args: list, runs: int) -> np.ndarray:
+    """Each whole-graph entry step's seconds over `runs` calls (native/step_clock.py)."""
     from .native.step_clock import StepClock
     clock = StepClock(executable)
     clock.run(args)  # (first-call costs: its plan, the arena)
     totals = np.zeros(clock.steps)
-    for _ in range(profile.runs):
+    for _ in range(runs):
         totals += clock.run(args)
+    return totals
+
+
+def _label_steps(executable, totals: np.ndarray, profile: Profile) -> None:
+    """profile.steps: a NodeTime per entry step of `totals` seconds, labelled by its graph node, with
+    the FLOPs and shapes the executor counted for that node."""
     per_call = {r.name: (r.flops / r.calls, r.shapes) for r in profile.rows if r.calls and r.name}
     nodes = executable.graph["nodes"]
     for step, seconds in zip(executable.entry.layout.steps, totals):

@@ -148,3 +148,26 @@ def test_a_failing_timed_build_leaves_the_rest_of_the_profile(monkeypatch):
     assert profile.entry is not None and profile.rows and not profile.steps
     assert "the entry's steps are not timed: RuntimeError: LLVM said no" in profile.table()
 
+
+
+def test_the_steps_are_timed_before_the_executor_runs(monkeypatch):
+    """The executor's numpy GEMMs leave OpenBLAS's threads spinning: the entry's steps are timed first."""
+    ts.manual_seed(0)
+    x = ts.randn(8, 16)
+    cm = ts.jit.compile(TwoLayer().eval(), (x,))
+    takes_self = cm.executable.graph["inputs"][0].get("type", "").startswith("__module__")
+    args = (list(cm._tree) if takes_self else []) + [x.numpy()]
+    from tscript_runtime.native import step_clock
+    order = []
+
+    class Clock(step_clock.StepClock):
+        def run(self, args):
+            order.append("steps")
+            return super().run(args)
+    monkeypatch.setattr(step_clock, "StepClock", Clock)
+    program = type(cm.executable.program)
+    real = program.run
+    monkeypatch.setattr(program, "run", lambda self, a: (order.append("executor"), real(self, a))[1])
+    profile = profile_executable(cm.executable, args, runs=2)
+    assert order[0] == "steps" and "executor" in order and order.index("executor") > order.count("steps") - 1
+    assert len(profile.steps) == len(cm.executable.entry.layout.steps) and profile.steps[0].kind
