@@ -6,7 +6,8 @@ whole-graph entry calls, through ctypes, so a user who never compiles runs them 
 library is linked the first time one of them runs (from the on-disk object cache when it is there),
 once per process. Each returns None for what it does not cover (dtypes other than float32 for the
 GEMMs, a library that cannot be built here, empty tensors), and the numpy kernel runs instead.
-Matrix products and erf are in `eager_math.py`.
+Matrix products and erf are in `eager_math.py`, large elementwise add, mul and relu in
+`eager_pointwise.py`.
 
 A convolution is, per image and group, the packed GEMM `out (O, L) = W (O, K) @ col` into the
 output (small images several to a GEMM, their columns side by side, as the entry does), whose rows hold
@@ -54,7 +55,7 @@ _local = threading.local()
 
 def install() -> None:
     """Make this module's functions the op table's accelerated conv2d, im2col, max_pool2d and
-    avg_pool2d (window sums) kernels."""
+    avg_pool2d (window sums) kernels, and eager_math's and eager_pointwise's theirs."""
     accelerated.install("conv2d", conv2d)
     accelerated.install("conv_transpose2d", conv_transpose2d)
     accelerated.install("max_pool2d", max_pool2d)
@@ -63,6 +64,8 @@ def install() -> None:
     from . import eager_math  # (it builds on this module)
     accelerated.install("matmul", eager_math.matmul)
     accelerated.install("erf", eager_math.erf)
+    from . import eager_pointwise
+    eager_pointwise.install(accelerated)
 
 
 class _Library:

@@ -29,10 +29,12 @@ def _fast_pair(a, b):
     return b.__class__ is ndarray and weak_scalar(b.dtype, a)
 
 
-def _binary_kernel(fn):
+def _binary_kernel(fn, name: str = ""):
+    """The kernel of a binary op computing `fn` (the accelerated `name`'s when there is one for the case)."""
     def kernel(self, other):
         if _fast_pair(self, other):
-            return as_array(fn(self, other))
+            fast = accelerated.call(name, self, other) if name else None
+            return as_array(fn(self, other)) if fast is None else fast
         (a, b), _ = common(self, other)
         return as_array(fn(a, b))
     kernel.__name__ = fn.__name__
@@ -64,7 +66,8 @@ def _add_dtype(self, other, alpha=1):
           shape=_binary_shape, dtype=_add_dtype, inplace=True)
 def add(self, other, alpha=1):
     if alpha == 1 and _fast_pair(self, other):
-        return as_array(np.add(self, other))
+        fast = accelerated.call("add", self, other)
+        return as_array(np.add(self, other)) if fast is None else fast
     (a, b), out = common(self, other)
     _check_alpha(out, alpha)
     return as_array(np.add(a, b if alpha == 1 else b * cast(alpha, out)), out)
@@ -90,7 +93,7 @@ def rsub(self, other, alpha=1):
 
 
 register("aten::mul" + BINARY, shape=_binary_shape, dtype=promoted, inplace=True)(
-    _binary_kernel(np.multiply))
+    _binary_kernel(np.multiply, "mul"))
 
 
 def _div_dtype(self, other, rounding_mode=None):
@@ -213,7 +216,8 @@ def _rsqrt(x):
 
 
 def _relu(x):
-    return np.maximum(x, x.dtype.type(0))
+    fast = accelerated.call("relu", x)
+    return np.maximum(x, x.dtype.type(0)) if fast is None else fast
 
 
 def _neg(x):

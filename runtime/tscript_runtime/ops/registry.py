@@ -11,7 +11,7 @@ from typing import Callable
 
 from .. import dtypes as dt
 from ..errors import OpRuntimeError, fmt_shape
-from . import narrow
+from . import accelerated, narrow
 from .schema import NO_DEFAULT, Schema, parse_schema
 
 OPS: dict[str, "OpDef"] = {}
@@ -111,9 +111,11 @@ def _inplace_variant(op: OpDef) -> OpDef:
                         name + (f".{s.overload}" if s.overload else ""), 1)
     kernel = op.kernel
     short = name.split("::")[1]
+    functional = s.name.split("::")[1]
 
     def inplace_kernel(self, *rest):
-        write_into(self, kernel(self, *rest), short)
+        if accelerated.call_into(functional, self, self, *rest) is None:  # (an accelerated kernel writes in place)
+            write_into(self, kernel(self, *rest), short)
         return self
 
     return OpDef(parse_schema(head + " -> Tensor(a!)"), inplace_kernel,
