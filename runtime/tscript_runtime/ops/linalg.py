@@ -222,17 +222,17 @@ def _flat_product(x: np.ndarray, matrix: np.ndarray) -> np.ndarray:
 def mm(self, mat2):
     _mm_dtype_of("mm", self, mat2)
     _mm_shape(self, mat2)
-    return _product(self, mat2)
+    return product(self, mat2)
 
 
 @register("aten::bmm(Tensor self, Tensor mat2) -> Tensor", shape=_bmm_shape, dtype=_bmm_dtype)
 def bmm(self, mat2):
     _bmm_dtype(self, mat2)
     _bmm_shape(self, mat2)
-    return _product(self, mat2)
+    return product(self, mat2)
 
 
-def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a @ b, on the kernel library when it covers the case (ops/accelerated.py), else numpy."""
     fast = accelerated.call("matmul", a, b)
     return np.matmul(a, b) if fast is None else fast

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import OpRuntimeError, fmt_shape
+from .linalg import product
 from .registry import register
 
 GATES = {"lstm": 4, "gru": 3, "rnn": 1}  # gates a cell computes (per hidden unit)
@@ -59,8 +60,8 @@ def _expect(name: str, label: str, shape, want) -> None:
 
 
 def _recurrent(h, w_hh, b_hh):
-    product = h @ w_hh.T
-    return product if b_hh is None else product + b_hh
+    s = product(h, w_hh.T)
+    return s if b_hh is None else s + b_hh
 
 
 # -- LSTM -------------------------------------------------------------------------------------------
@@ -119,7 +120,7 @@ def lstm_sequence_backward(g_hs, g_c, gates, h0, c0, w_hh, b_hh, hs, reverse):
         dc = dc + dh * o * (1 - tanh_c * tanh_c)
         d_pre[t] = np.concatenate([dc * g * i * (1 - i), dc * c_prev * f * (1 - f), dc * i * (1 - g * g),
                                    dh * tanh_c * o * (1 - o)], axis=-1)
-        dc, dh = dc * f, d_pre[t] @ w_hh
+        dc, dh = dc * f, product(d_pre[t], w_hh)
     return d_pre, dh, dc
 
 
@@ -169,7 +170,7 @@ def gru_sequence_backward(g_hs, gates, h0, w_hh, b_hh, hs, reverse):
         d_z = dh * (h_prev - n) * z * (1 - z)
         d_x[t] = np.concatenate([d_r, d_z, d_n], axis=-1)
         d_h[t] = np.concatenate([d_r, d_z, d_n * r], axis=-1)
-        dh = dh * z + d_h[t] @ w_hh
+        dh = dh * z + product(d_h[t], w_hh)
     return d_x, d_h, dh
 
 
@@ -206,5 +207,5 @@ def rnn_sequence_backward(g_hs, hs, w_hh, relu, reverse):
     for t in _order(hs.shape[0], not reverse):
         dh = g_hs[t] + dh
         d_pre[t] = dh * (hs[t] > 0) if relu else dh * (1 - hs[t] * hs[t])
-        dh = d_pre[t] @ w_hh
+        dh = product(d_pre[t], w_hh)
     return d_pre, dh
