@@ -24,7 +24,7 @@ import threading
 import numpy as np
 
 from ..ops import accelerated
-from . import library
+from . import library, recycled
 
 _P, _I32, _I64, _F32 = ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64, ctypes.c_float
 _SIGNATURES = {
@@ -117,7 +117,7 @@ def conv2d(x, weight, bias, stride, padding, dilation, groups: int, out):
     bias = None if bias is None else np.ascontiguousarray(bias)
     (n, _, h, w), (o, cg, kh, kw) = x.shape, weight.shape
     dims = (cg, h, w, kh, kw) + tuple(stride) + tuple(padding) + tuple(dilation) + tuple(out)
-    y = np.empty((n, o) + tuple(out), x.dtype)
+    y = recycled.empty((n, o) + tuple(out), x.dtype)
     if depthwise:
         _depthwise(lib, x, weight, bias, dims + (n, o // groups, kh * kw, out[0] * out[1], groups, 0, 0), y)
     else:
@@ -321,7 +321,7 @@ def max_pool2d(x, kernel, stride, padding, dilation, out):
         return None
     x = np.ascontiguousarray(x)
     (n, c, h, w) = x.shape
-    y = np.empty((n, c) + tuple(out), x.dtype)
+    y = recycled.empty((n, c) + tuple(out), x.dtype)
     dims = (n * c, h, w) + tuple(kernel) + tuple(stride) + tuple(padding) + tuple(dilation) + tuple(out)
     lib.fn[name]((ctypes.c_int64 * len(dims))(*dims), _address(x), _address(y))
     return y

@@ -31,6 +31,7 @@ from functools import partial
 
 import numpy as np
 
+from . import recycled
 from .eager import _address, functions
 
 LOWERED = {"add": "aten::add", "mul": "aten::mul", "relu": "aten::relu"}  # eager op -> its lowering row
@@ -116,9 +117,9 @@ def _channels(shape: tuple, vector: tuple) -> tuple | None:
 def _target(out, shape: tuple, inputs: tuple):
     """The array to write: `out` if it is a C-contiguous float32 array of `shape` sharing no memory with
     the inputs but for being one of them (elementwise, each element is read before it is written), a
-    new array when `out` is None; else None."""
+    fresh or recycled one (recycled.py) when `out` is None; else None."""
     if out is None:
-        return np.empty(shape, _F32)
+        return recycled.empty(shape, _F32)
     if out.__class__ is not np.ndarray or out.dtype is not _F32 or out.shape != shape or not out.flags.c_contiguous:
         return None
     for x in inputs:
