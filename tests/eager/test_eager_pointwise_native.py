@@ -16,7 +16,8 @@ from tscript_runtime.ops import accelerated
 pytestmark = pytest.mark.skipif(P._kernels() is None, reason="the kernel library cannot be built here")
 
 RNG = np.random.default_rng(0)
-# element counts: below the native cut-over, native on one core, split over both (odd sizes: unequal halves)
+# element counts: below both native cut-overs, native in place only, native and split over both cores (odd
+# sizes: unequal halves)
 SHAPES = [(3, 50, 40), (2, 64, 17, 19), (8, 64, 56, 56)]
 
 
@@ -43,8 +44,8 @@ def test_same_shape(shape, name, ufunc):
     assert out.dtype == np.float32 and np.array_equal(out, ufunc(a, b))
 
 
-@pytest.mark.parametrize("shape,vector", [((8, 64, 56, 56), (1, 64, 1, 1)), ((2, 3, 90, 100), (3, 1, 1)),
-                                          ((5, 64, 80), (5, 1, 1)), ((4, 7, 33, 65), (1, 7, 1, 1))])
+@pytest.mark.parametrize("shape,vector", [((8, 64, 56, 56), (1, 64, 1, 1)), ((2, 3, 120, 100), (3, 1, 1)),
+                                          ((5, 64, 400), (5, 1, 1)), ((4, 7, 33, 85), (1, 7, 1, 1))])
 @pytest.mark.parametrize("name,ufunc", [("add", np.add), ("mul", np.multiply)])
 def test_per_channel_either_side(shape, vector, name, ufunc):
     a, v = _x(*shape), _x(*vector)
@@ -80,6 +81,14 @@ def test_in_place_ops_write_their_target(shape):
         data, version = t._data, t._version
         assert apply(t) is t and t._data is data and t._version == version + 1
         assert np.array_equal(t.numpy(), want)
+
+
+def test_cut_overs():
+    a, v = _x(2, 64, 17, 19), _x(1, 64, 1, 1)  # between MIN_IN_PLACE and MIN_NATIVE elements
+    assert P.binary("add", a, a) is None and P.binary("mul", a, v) is None and P.relu(a) is None
+    assert P.binary("add", a, a, out=a) is a and P.binary("mul", a, v, out=a) is a and P.relu(a, out=a) is a
+    small = _x(3, 50, 40)
+    assert P.binary("add", small, small, out=small) is None and P.relu(small, out=small) is None
 
 
 def test_in_place_add_through_a_view_of_the_target():

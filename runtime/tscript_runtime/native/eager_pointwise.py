@@ -18,8 +18,8 @@ first time one runs and kept in the object cache. Each has the kernel ABI tscrip
         operand, as batch norm's (1, C, 1, 1) scale and shift
 
 Each Python entry returns None for what it does not cover (other dtypes, other layouts or broadcasts,
-fewer than MIN_NATIVE elements, an `out` overlapping an input other than as the same array, no kernel
-library here), and the numpy kernel runs instead. add and mul are exact in IEEE arithmetic either way;
+fewer than MIN_NATIVE elements (MIN_IN_PLACE in place), an `out` overlapping an input other than as the
+same array, no kernel library here), and the numpy kernel runs instead. add and mul are exact in IEEE arithmetic either way;
 relu keeps NaN as numpy's maximum does.
 """
 from __future__ import annotations
@@ -37,7 +37,9 @@ from .eager import _address, functions
 LOWERED = {"add": "aten::add", "mul": "aten::mul", "relu": "aten::relu"}  # eager op -> its lowering row
 ARITY = {"add": 2, "mul": 2, "relu": 1}
 NAMES = tuple(f"tscript_eager_{name}{kind}_f32" for name in LOWERED for kind in ("", "_channels")[:ARITY[name]])
-MIN_NATIVE = 1 << 14  # elements from which an op runs natively (below, numpy's call is as cheap)
+# elements from which an op runs natively: an in-place one (numpy: a fresh result, then a copy), and one
+# with a fresh result (below, numpy's few microseconds of call beat the native call's ~10)
+MIN_IN_PLACE, MIN_NATIVE = 1 << 14, 1 << 16
 SPLIT = 1 << 16       # elements from which both cores run it
 MIN_INNER = 16        # elements per row from which a per-channel operand runs natively
 ALIGN = 16            # the flat kernels' halves meet at a multiple of this (whole vectors)
@@ -61,21 +63,24 @@ def binary(name: str, a, b, alpha=1, out=None):
     if alpha != 1 or a.__class__ is not np.ndarray or b.__class__ is not np.ndarray \
             or a.dtype is not _F32 or b.dtype is not _F32:
         return None
+    if max(a.size, b.size) < (MIN_NATIVE if out is None else MIN_IN_PLACE):
+        return None
     if a.shape == b.shape:
-        if a.size < MIN_NATIVE or not (a.flags.c_contiguous and b.flags.c_contiguous):
+        if not (a.flags.c_contiguous and b.flags.c_contiguous):
             return None
         return _flat(name, (a, b), out)
     if a.size < b.size:
         a, b = b, a
     geometry = _channels(a.shape, b.shape)
-    if a.size < MIN_NATIVE or geometry is None or not a.flags.c_contiguous:
+    if geometry is None or not a.flags.c_contiguous:
         return None
     return _per_channel(name, a, np.ascontiguousarray(b).reshape(-1), geometry, out)
 
 
 def relu(x, out=None):
     """max(x, 0) of a float32 array (NaN kept), into `out` when given, else into a new array; or None."""
-    if x.__class__ is not np.ndarray or x.dtype is not _F32 or x.size < MIN_NATIVE or not x.flags.c_contiguous:
+    if x.__class__ is not np.ndarray or x.dtype is not _F32 or x.size < (MIN_NATIVE if out is None else MIN_IN_PLACE) \
+            or not x.flags.c_contiguous:
         return None
     return _flat("relu", (x,), out)
 
@@ -141,19 +146,33 @@ class _Kernels:
         self.code, self.library = code, library  # (the object code stays loaded while this lives)
         self.address = {name: code.address(name) for name in NAMES}
         self.fn = {name: ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 4)(self.address[name]) for name in NAMES}
+        self.parallel2 = library.fn["tscript_parallel2"]
+        self._local = threading.local()
 
     def launch(self, name: str, arrays: tuple, dims: tuple, count: int, align: int, work: int = 1) -> None:
         """Kernel `name` over [0, count) (elements or rows, `work` elements each), in two halves meeting at
         a multiple of `align` on both cores from SPLIT elements."""
-        ptrs = (ctypes.c_void_p * len(arrays))(*[_address(x) for x in arrays])
-        geo = (ctypes.c_int64 * max(len(dims), 1))(*dims)
+        ptrs, geo, sizes = self._buffers()
+        for i, x in enumerate(arrays):
+            ptrs[i] = x.__array_interface__["data"][0]
+        geo[:len(dims)] = dims
         cut = count // 2 // align * align
         if count * work < SPLIT or cut == 0:
-            self.fn[name]((ctypes.c_int64 * 2)(0, count), ptrs, geo, None)
+            sizes[0], sizes[1] = 0, count
+            self.fn[name](sizes, ptrs, geo, None)
             return
-        sizes = (ctypes.c_int64 * 4)(0, cut, cut, count)
-        self.library.fn["tscript_parallel2"](self.address[name], sizes, ptrs, ctypes.addressof(sizes) + 16, ptrs,
-                                             geo, None)
+        sizes[:] = 0, cut, cut, count
+        self.parallel2(self.address[name], sizes, ptrs, ctypes.addressof(sizes) + 16, ptrs, geo, None)
+
+    def _buffers(self) -> tuple:
+        """This thread's argument buffers (pointers, dims, the halves' bounds), made once: a call builds no
+        ctypes arrays (each costs about a microsecond)."""
+        local = self._local
+        try:
+            return local.buffers
+        except AttributeError:
+            local.buffers = ((ctypes.c_void_p * 3)(), (ctypes.c_int64 * 2)(), (ctypes.c_int64 * 4)())
+            return local.buffers
 
 
 def _kernels() -> _Kernels | None:
