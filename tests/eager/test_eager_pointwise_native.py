@@ -3,7 +3,8 @@ the same values as numpy's (add and mul exactly, relu NaN kept) for same-shape o
 ones on either side, on one core and split over both, written in place for the in-place ops (the same
 tensor returned, one version newer); non-contiguous inputs, other broadcasts, other dtypes, small arrays
 and an in-place target overlapping the other operand stay on numpy. Eval-mode batch norm built on them
-matches a numpy reference and PyTorch, values and gradients."""
+matches a numpy reference and PyTorch, values and gradients. Float32 max pooling's two halves of planes
+(the library's pooling on a range of planes, eager_kernels.py) give the one-call values."""
 import numpy as np
 import pytest
 
@@ -13,7 +14,7 @@ from tests.conftest import assert_close
 from tscript_runtime.native import eager_pointwise as P
 from tscript_runtime.ops import accelerated
 
-pytestmark = pytest.mark.skipif(P._kernels() is None, reason="the kernel library cannot be built here")
+pytestmark = pytest.mark.skipif(P.kernels() is None, reason="the kernel library cannot be built here")
 
 RNG = np.random.default_rng(0)
 # element counts: below both native cut-overs, native in place only, native and split over both cores (odd
@@ -182,3 +183,34 @@ def test_batch_norm_eval_against_torch(oracle):
     assert_close(tx.grad, xx.grad.numpy(), rtol=1e-5, atol=1e-5)
     assert_close(bn.weight.grad, tbn.weight.grad.numpy(), rtol=1e-4, atol=1e-3)
     assert_close(bn.bias.grad, tbn.bias.grad.numpy(), rtol=1e-4, atol=1e-3)
+
+
+# -- max pooling's halves of planes on both cores ----------------------------------------------------
+
+@pytest.mark.parametrize("shape,args", [((4, 16, 80, 80), dict(kernel_size=3, stride=2, padding=1)),
+                                        ((3, 7, 120, 121), dict(kernel_size=2)),
+                                        ((3, 5, 150, 150), dict(kernel_size=3, stride=2, dilation=2, ceil_mode=True))])
+def test_max_pool2d_halves(shape, args):
+    from tscript_runtime.native import eager
+    x = _x(*shape)
+    x.reshape(-1)[::997] = np.nan  # NaN propagates through a window
+    got = F.max_pool2d(ts.from_numpy(x), **args).numpy()
+    want = _numpy_only(lambda t: F.max_pool2d(t, **args), ts.from_numpy(x)).numpy()
+    assert got.size >= eager.POOL_SPLIT and np.array_equal(got, want, equal_nan=True)
+    y = np.empty_like(got)
+    n, c, h, w = shape
+    k, s = args["kernel_size"], args.get("stride", args["kernel_size"])
+    p, d = args.get("padding", 0), args.get("dilation", 1)
+    assert eager._pool_halves(x, y, (n * c, h, w, k, k, s, s, p, p, d, d) + got.shape[2:])
+    assert np.array_equal(y, want, equal_nan=True)
+
+
+def test_max_pool2d_float64_and_small_stay_on_one_call():
+    from tscript_runtime.native import eager
+    x = _x(4, 16, 80, 80, dtype=np.float64)
+    dims = (64, 80, 80, 2, 2, 2, 2, 0, 0, 1, 1, 40, 40)
+    assert not eager._pool_halves(x, np.empty((4, 16, 40, 40)), dims)
+    assert not eager._pool_halves(x[:1, :1].astype(np.float32), np.empty((1, 1, 40, 40), np.float32),
+                                  (1,) + dims[1:])
+    got = F.max_pool2d(ts.from_numpy(x), 2).numpy()
+    assert got.dtype == np.float64 and np.array_equal(got, x.reshape(4, 16, 40, 2, 40, 2).max((3, 5)))

@@ -13,8 +13,9 @@ A convolution is, per image and group, the packed GEMM `out (O, L) = W (O, K) @ 
 output (small images several to a GEMM, their columns side by side, as the entry does), whose rows hold
 the bias first, its columns packed straight from the image (implicit im2col;
 a 1x1 stride-1 unpadded convolution reads the image itself); one input channel per group goes to the direct depthwise
-kernel, which also sums average pooling's windows. Scratch buffers are per thread (the ctypes calls
-release the GIL).
+kernel, which also sums average pooling's windows. Float32 max pooling runs its two halves of planes at
+once (through eager_kernels.py's range-of-planes call of the library's kernel). Outputs of 1 MiB or more
+come from recycled.py. Scratch buffers are per thread (the ctypes calls release the GIL).
 """
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ DEPTHWISE_SPLIT = 1 << 15  # multiply-adds from which a depthwise convolution's 
 # Outputs a row from which pooling runs natively: the kernels compute a vector of outputs along a row,
 # and for a global pooling's one output a row numpy measured 5-10x faster.
 MIN_POOL_ROW = 4
+POOL_SPLIT = 1 << 16  # outputs from which a float32 max pooling's halves of planes go to both threads
 KEPT_COLUMNS = 1 << 24  # bytes of im2col scratch a thread keeps between convolutions
 _lock = threading.Lock()
 _state: dict = {}
@@ -323,8 +325,23 @@ def max_pool2d(x, kernel, stride, padding, dilation, out):
     (n, c, h, w) = x.shape
     y = recycled.empty((n, c) + tuple(out), x.dtype)
     dims = (n * c, h, w) + tuple(kernel) + tuple(stride) + tuple(padding) + tuple(dilation) + tuple(out)
-    lib.fn[name]((ctypes.c_int64 * len(dims))(*dims), _address(x), _address(y))
+    if not _pool_halves(x, y, dims):
+        lib.fn[name]((ctypes.c_int64 * len(dims))(*dims), _address(x), _address(y))
     return y
+
+
+def _pool_halves(x, y, dims: tuple) -> bool:
+    """Max-pool float32 `x` into `y` (`dims`: the geometry, planes first) as two halves of planes at once
+    (the library's pooling on a range of planes, eager_kernels.py); False when not done (other dtypes,
+    fewer than POOL_SPLIT outputs, no kernels)."""
+    if x.dtype != np.float32 or y.size < POOL_SPLIT or dims[0] < 2:
+        return False
+    from . import eager_pointwise
+    kernels = eager_pointwise.kernels()
+    if kernels is None:
+        return False
+    kernels.launch("tscript_eager_max_pool2d_part_f32", (x, y), dims, dims[0], 1, y.size // dims[0])
+    return True
 
 
 def window_sums2d(x, kernel, stride, padding, out):

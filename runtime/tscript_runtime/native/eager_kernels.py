@@ -1,11 +1,17 @@
-"""The LLVM module of the eager elementwise kernels (`eager_pointwise.py` says what each computes and
-who calls them): per op of LOWERED a flat kernel, and for binary ops a per-channel one, in the kernel ABI
-tscript_parallel2 runs; each element's value is the op's row of the compiler's lowering table."""
+"""The LLVM module of the eager kernels outside the kernel library, each in the kernel ABI tscript_parallel2
+runs: per elementwise op of LOWERED a flat kernel, and for binary ops a per-channel one (`eager_pointwise.py`
+says what each computes and who calls them; each element's value is the op's row of the compiler's
+lowering table), and the library's max pooling of a range of planes (eager `max_pool2d` runs its halves on
+both cores):
+
+    tscript_eager_max_pool2d_part_f32(i64* [begin, end], i8** [x, y], i64* geometry, f64*)
+        tscript_max_pool2d_f32 of planes [begin, end) (geometry: its 13 slots, all planes first)"""
 from __future__ import annotations
 
 from llvmlite import ir
 
 from .. import dtypes as dt
+from . import library
 from .library.loops import counted
 from .library.parallel import kernel_abi
 from .eager_pointwise import ARITY, LOWERED
@@ -14,16 +20,41 @@ from .lowering import LOWERINGS, Emitter
 I64, F32P = ir.IntType(64), ir.FloatType().as_pointer()
 
 
-def module_text() -> str:
-    """LLVM IR of the module defining every kernel of eager_pointwise.NAMES."""
+POOL, POOL_SLOTS = "tscript_eager_max_pool2d_part_f32", 13
+
+
+def module() -> ir.Module:
+    """The module defining every kernel of eager_pointwise.NAMES."""
     from .target import host
-    module = ir.Module("tscript_eager_pointwise")
+    module = ir.Module("tscript_eager_kernels")
     module.triple = host()["triple"]
     for name in LOWERED:
         _define(module, name, channels=False)
         if ARITY[name] == 2:
             _define(module, name, channels=True)
-    return str(module)
+    _define_pool_part(module)
+    return module
+
+
+def _define_pool_part(module: ir.Module) -> None:
+    """POOL: the library's max pooling called on planes [begin, end) (their count in a copy of the geometry,
+    x and y advanced to the first)."""
+    pool = library.declare(module, "tscript_max_pool2d_f32")
+    fn, _ = kernel_abi(module, POOL)
+    sizes, ptrs, dims, _ = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    table = b.bitcast(ptrs, ptrs.type.as_pointer())
+    x, y = (b.bitcast(b.load(b.gep(table, [I64(k)])), F32P) for k in range(2))
+    begin, end = b.load(sizes), b.load(b.gep(sizes, [I64(1)]))
+    geometry = b.alloca(I64, POOL_SLOTS)
+    for k in range(POOL_SLOTS):
+        b.store(b.load(b.gep(dims, [I64(k)])), b.gep(geometry, [I64(k)]))
+    b.store(b.sub(end, begin), geometry)
+    slot = [b.load(b.gep(dims, [I64(k)])) for k in range(POOL_SLOTS)]
+    x = b.gep(x, [b.mul(begin, b.mul(slot[1], slot[2]))], inbounds=True)
+    y = b.gep(y, [b.mul(begin, b.mul(slot[11], slot[12]))], inbounds=True)
+    b.call(pool, [geometry, x, y])
+    b.ret_void()
 
 
 def _define(module: ir.Module, name: str, channels: bool) -> None:

@@ -7,9 +7,10 @@ halves at once on the kernel library's worker (`tscript_parallel2`) from SPLIT e
 straight into the target for an in-place op. ResNet-18's eval-mode batch norm is two of them
 (`x * scale`, then `+= shift` in place, per channel), then `relu_` and the residual `+=`.
 
-The kernels are this module's own small LLVM module (the scalar expression of each op from the
-compiler's lowering table, `native/lowering.py`, so eager and compiled code compute alike), built the
-first time one runs and kept in the object cache. Each has the kernel ABI tscript_parallel2 runs:
+The kernels are a small LLVM module of their own (eager_kernels.py: the scalar expression of each op from
+the compiler's lowering table, `native/lowering.py`, so eager and compiled code compute alike; eager
+max pooling's range-of-planes kernel is there too), built the first time one runs and kept in the object
+cache. Each has the kernel ABI tscript_parallel2 runs:
 
     tscript_eager_<op>_f32(i64* [begin, end], i8** [y, a, b], i64* dims, f64*)
         y[i] = op(a[i], b[i]) (relu: op(a[i])) for i in [begin, end)
@@ -36,7 +37,8 @@ from .eager import _address, functions
 
 LOWERED = {"add": "aten::add", "mul": "aten::mul", "relu": "aten::relu"}  # eager op -> its lowering row
 ARITY = {"add": 2, "mul": 2, "relu": 1}
-NAMES = tuple(f"tscript_eager_{name}{kind}_f32" for name in LOWERED for kind in ("", "_channels")[:ARITY[name]])
+NAMES = tuple(f"tscript_eager_{name}{kind}_f32" for name in LOWERED for kind in ("", "_channels")[:ARITY[name]]) + \
+    ("tscript_eager_max_pool2d_part_f32",)
 # elements from which an op runs natively: an in-place one (numpy: a fresh result, then a copy), and one
 # with a fresh result (below, numpy's few microseconds of call beat the native call's ~10)
 MIN_IN_PLACE, MIN_NATIVE = 1 << 14, 1 << 16
@@ -86,21 +88,21 @@ def relu(x, out=None):
 
 
 def _flat(name: str, inputs: tuple, out):
-    kernels = _kernels()
+    native = kernels()
     y = _target(out, inputs[0].shape, inputs)
-    if kernels is None or y is None:
+    if native is None or y is None:
         return None
-    kernels.launch(f"tscript_eager_{name}_f32", (y,) + inputs, (), y.size, ALIGN)
+    native.launch(f"tscript_eager_{name}_f32", (y,) + inputs, (), y.size, ALIGN)
     return y
 
 
 def _per_channel(name: str, a, vector, geometry: tuple, out):
-    kernels = _kernels()
+    native = kernels()
     y = _target(out, a.shape, (a, vector))
-    if kernels is None or y is None:
+    if native is None or y is None:
         return None
     rows, channels, inner = geometry
-    kernels.launch(f"tscript_eager_{name}_channels_f32", (y, a, vector), (channels, inner), rows, 1, inner)
+    native.launch(f"tscript_eager_{name}_channels_f32", (y, a, vector), (channels, inner), rows, 1, inner)
     return y
 
 
@@ -171,11 +173,11 @@ class _Kernels:
         try:
             return local.buffers
         except AttributeError:
-            local.buffers = ((ctypes.c_void_p * 3)(), (ctypes.c_int64 * 2)(), (ctypes.c_int64 * 4)())
+            local.buffers = ((ctypes.c_void_p * 3)(), (ctypes.c_int64 * 16)(), (ctypes.c_int64 * 4)())
             return local.buffers
 
 
-def _kernels() -> _Kernels | None:
+def kernels() -> _Kernels | None:
     """The kernels, linked the first time (once per process); None when the kernel library (its worker)
     or LLVM is not available here."""
     try:
@@ -190,12 +192,19 @@ def _link() -> _Kernels | None:
     if library is None or "tscript_parallel2" not in library.fn:
         return None
     try:
-        from . import eager_kernels
         from .cache import cache_key, cached_object
         from .link import NativeLibrary
-        from .target import optimize_and_emit
-        obj, imports = cached_object(cache_key("eager_pointwise"),
-                                     lambda: (optimize_and_emit(eager_kernels.module_text()), set()))
+        obj, imports = cached_object(cache_key("eager_kernels"), _emit)
         return _Kernels(NativeLibrary(obj, list(NAMES), imports), library)
     except Exception:  # whatever stops LLVM here only means the numpy kernels run: eager must not fail
         return None
+
+
+def _emit() -> tuple[bytes, set[str]]:
+    """(object code, imports) of the kernels' module (eager_kernels.py), compiled here."""
+    from . import eager_kernels
+    from .link import imports_of
+    from .target import optimize_and_emit
+    module = eager_kernels.module()
+    obj = optimize_and_emit(str(module))
+    return obj, imports_of(module, obj)
