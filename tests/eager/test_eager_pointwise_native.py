@@ -92,6 +92,20 @@ def test_cut_overs():
     assert P.binary("add", small, small, out=small) is None and P.relu(small, out=small) is None
 
 
+def test_tiny_tensors_do_not_ask_for_the_native_kernel():
+    calls, saved = [], accelerated.KERNELS["add"]
+    accelerated.install("add", lambda *args, **kw: calls.append(args) or saved(*args, **kw), writes_into=True)
+    try:
+        t = ts.ones(4)
+        t + t, t.add_(t), 1.0 + t
+        assert not calls
+        big = ts.ones(P.MIN_NATIVE)
+        big + big, big.add_(big)
+        assert len(calls) == 2
+    finally:
+        accelerated.install("add", saved, writes_into=True)
+
+
 def test_in_place_add_through_a_view_of_the_target():
     x = _x(8, 64, 40, 40)
     t = ts.from_numpy(x.copy())

@@ -54,6 +54,7 @@ def install(accelerated) -> None:
     """Make the kernels the op table's accelerated add, mul and relu (functional and in-place)."""
     for name in LOWERED:
         accelerated.install(name, partial(binary, name) if ARITY[name] == 2 else relu, writes_into=True)
+    accelerated.MIN_ELEMENTWISE = MIN_IN_PLACE
 
 
 # -- the entry points ------------------------------------------------------------------------------

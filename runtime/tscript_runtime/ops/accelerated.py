@@ -13,6 +13,9 @@ from typing import Callable
 
 KERNELS: dict[str, Callable] = {}  # name (e.g. "conv2d") -> accelerated function
 WRITES_INTO: set[str] = set()  # names whose function takes `out=` (call_into)
+# elements from which the elementwise kernels (add, mul, relu) ask their accelerated function at all: a tiny
+# tensor's op does not pay for the call (set by whoever installs them)
+MIN_ELEMENTWISE = float("inf")
 _enabled = [True]
 
 
@@ -40,6 +43,6 @@ def call(name: str, *args):
 def call_into(name: str, out, *args):
     """Write the accelerated `name`'s result for `args` into the array `out` (an in-place op's target):
     `out`, or None when not done (as `call`; also when `out` is not the result's shape and dtype)."""
-    if name not in WRITES_INTO or not _enabled[0]:
+    if name not in WRITES_INTO or not _enabled[0] or out.size < MIN_ELEMENTWISE:
         return None
     return KERNELS[name](*args, out=out)

@@ -29,11 +29,17 @@ def _fast_pair(a, b):
     return b.__class__ is ndarray and weak_scalar(b.dtype, a)
 
 
+def _large(a, b) -> bool:
+    """Is either operand an array of accelerated.MIN_ELEMENTWISE elements or more?"""
+    return a.__class__ is ndarray and a.size >= accelerated.MIN_ELEMENTWISE or \
+        b.__class__ is ndarray and b.size >= accelerated.MIN_ELEMENTWISE
+
+
 def _binary_kernel(fn, name: str = ""):
     """The kernel of a binary op computing `fn` (the accelerated `name`'s when there is one for the case)."""
     def kernel(self, other):
         if _fast_pair(self, other):
-            fast = accelerated.call(name, self, other) if name else None
+            fast = accelerated.call(name, self, other) if name and _large(self, other) else None
             return as_array(fn(self, other)) if fast is None else fast
         (a, b), _ = common(self, other)
         return as_array(fn(a, b))
@@ -66,7 +72,7 @@ def _add_dtype(self, other, alpha=1):
           shape=_binary_shape, dtype=_add_dtype, inplace=True)
 def add(self, other, alpha=1):
     if alpha == 1 and _fast_pair(self, other):
-        fast = accelerated.call("add", self, other)
+        fast = accelerated.call("add", self, other) if _large(self, other) else None
         return as_array(np.add(self, other)) if fast is None else fast
     (a, b), out = common(self, other)
     _check_alpha(out, alpha)
@@ -216,7 +222,7 @@ def _rsqrt(x):
 
 
 def _relu(x):
-    fast = accelerated.call("relu", x)
+    fast = accelerated.call("relu", x) if x.size >= accelerated.MIN_ELEMENTWISE else None
     return np.maximum(x, x.dtype.type(0)) if fast is None else fast
 
 
