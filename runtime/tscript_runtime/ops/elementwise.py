@@ -29,18 +29,17 @@ def _fast_pair(a, b):
     return b.__class__ is ndarray and weak_scalar(b.dtype, a)
 
 
-def _large(a, b) -> bool:
-    """Is either operand an array of accelerated.MIN_ELEMENTWISE elements or more?"""
-    return a.__class__ is ndarray and a.size >= accelerated.MIN_ELEMENTWISE or \
-        b.__class__ is ndarray and b.size >= accelerated.MIN_ELEMENTWISE
-
-
 def _binary_kernel(fn, name: str = ""):
     """The kernel of a binary op computing `fn` (the accelerated `name`'s when there is one for the case)."""
     def kernel(self, other):
         if _fast_pair(self, other):
-            fast = accelerated.call(name, self, other) if name and _large(self, other) else None
-            return as_array(fn(self, other)) if fast is None else fast
+            big = accelerated.MIN_ELEMENTWISE  # (inline: a function call would cost tiny tensors' ops ~5%)
+            if name and (self.__class__ is ndarray and self.size >= big
+                         or other.__class__ is ndarray and other.size >= big):
+                fast = accelerated.call(name, self, other)
+                if fast is not None:
+                    return fast
+            return as_array(fn(self, other))
         (a, b), _ = common(self, other)
         return as_array(fn(a, b))
     kernel.__name__ = fn.__name__
@@ -72,8 +71,12 @@ def _add_dtype(self, other, alpha=1):
           shape=_binary_shape, dtype=_add_dtype, inplace=True)
 def add(self, other, alpha=1):
     if alpha == 1 and _fast_pair(self, other):
-        fast = accelerated.call("add", self, other) if _large(self, other) else None
-        return as_array(np.add(self, other)) if fast is None else fast
+        big = accelerated.MIN_ELEMENTWISE  # (inline: a function call would cost tiny tensors' ops ~5%)
+        if self.__class__ is ndarray and self.size >= big or other.__class__ is ndarray and other.size >= big:
+            fast = accelerated.call("add", self, other)
+            if fast is not None:
+                return fast
+        return as_array(np.add(self, other))
     (a, b), out = common(self, other)
     _check_alpha(out, alpha)
     return as_array(np.add(a, b if alpha == 1 else b * cast(alpha, out)), out)
