@@ -12,14 +12,12 @@ from llvmlite import ir
 
 from .. import dtypes as dt
 from . import library
+from .eager_pointwise import ARITY, LOWERED
 from .library.loops import counted
 from .library.parallel import kernel_abi
-from .eager_pointwise import ARITY, LOWERED
 from .lowering import LOWERINGS, Emitter
 
 I64, F32P = ir.IntType(64), ir.FloatType().as_pointer()
-
-
 POOL, POOL_SLOTS = "tscript_eager_max_pool2d_part_f32", 13
 
 
@@ -46,11 +44,10 @@ def _define_pool_part(module: ir.Module) -> None:
     table = b.bitcast(ptrs, ptrs.type.as_pointer())
     x, y = (b.bitcast(b.load(b.gep(table, [I64(k)])), F32P) for k in range(2))
     begin, end = b.load(sizes), b.load(b.gep(sizes, [I64(1)]))
-    geometry = b.alloca(I64, POOL_SLOTS)
-    for k in range(POOL_SLOTS):
-        b.store(b.load(b.gep(dims, [I64(k)])), b.gep(geometry, [I64(k)]))
-    b.store(b.sub(end, begin), geometry)
     slot = [b.load(b.gep(dims, [I64(k)])) for k in range(POOL_SLOTS)]
+    geometry = b.alloca(I64, POOL_SLOTS)
+    for k, value in enumerate([b.sub(end, begin)] + slot[1:]):
+        b.store(value, b.gep(geometry, [I64(k)]))
     x = b.gep(x, [b.mul(begin, b.mul(slot[1], slot[2]))], inbounds=True)
     y = b.gep(y, [b.mul(begin, b.mul(slot[11], slot[12]))], inbounds=True)
     b.call(pool, [geometry, x, y])
