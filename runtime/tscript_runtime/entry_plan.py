@@ -434,6 +434,10 @@ def _plan_conv(step: WindowStep, env: dict, x, args: list) -> list:
         # (none either where the GEMM packs its columns straight from the image: then the scratch holds only
         # the batched product)
         from .native.library.conv import PACKED_FROM, images_per_gemm, implicit_columns, packs_from_image
+        from .native.library.direct_conv import scratch_bytes, uses_direct
+        named = dict(zip(GEOMETRY, geometry))
+        if uses_direct(x.dtype, named, o, groups):  # (no columns: the direct kernel's own scratch)
+            return geometry + [x.shape[0] if x.ndim == 4 else 1, o, k, length, groups, 0, scratch_bytes(named, o)]
         images = images_per_gemm(x.shape[0] if x.ndim == 4 else 1, groups, length)
         pointwise = kernel == (1, 1) and tuple(g.stride) == (1, 1) and tuple(g.padding) == (0, 0)
         implicit = implicit_columns(x.dtype) and packs_from_image(pointwise, g.stride[1], o, images * length, images)

@@ -20,7 +20,9 @@ from . import batch_steps, library
 from .blas import blas_function
 from .conv_epilogue import epilogue_function
 from .conv_transpose import conv_transpose_function
+from .library.conv import implicit_columns
 from .library.depthwise import bias_of
+from .library.direct_conv import NAME as DIRECT, direct_condition
 from .recurrent import recurrent_function
 from .recurrent_backward import backward_function
 from .library.loops import carried, counted, smax, smin, stack
@@ -341,6 +343,16 @@ def _conv_function(module: ir.Module, function: str, dtype, small_m: int, direct
         _depthwise(module, b, dtype, dims_p, [x8, w8, bias8, out8, col8, *finish], slot)
 
     def columns():
+        if dtype == np.float32 and implicit_columns(dtype):
+            with b.if_else(direct_condition(b, slot)) as (direct, products):
+                with direct:
+                    b.call(library.declare(module, DIRECT), [dims_p, x, w, bias, out, pack8, *finish])
+                with products:
+                    products_of()
+        else:
+            products_of()
+
+    def products_of():
         images = _images_per_gemm(b, slot)
         with b.if_else(b.icmp_signed(">", images, I64(1))) as (batched, single):
             with batched:

@@ -44,6 +44,8 @@ FUNCTIONS = {
     **{name: ("packed_rows", "define_rows", ["i64", "i64", "f32*", "i64", "f32*", "i64", "i64", "f32*", "f32*", "i64",
                                              "i1", "f32"]) for name in ("tscript_sgemm_f32_rows6", "tscript_sgemm_f32_rows4",
                                                                      "tscript_sgemm_f32_rows2", "tscript_sgemm_f32_rows1")},
+    "tscript_conv_stride1_f32": ("direct_conv", "define_direct_conv", ["i64*", "f32*", "f32*", "f32*", "f32*", "i8*", "i8*",
+                                                                      "i8*"]),
     "tscript_sgemm_conv_f32": ("implicit_gemm", "define_sgemm_conv", ["i64", "i64", "i64", "f32*", "i64", "i64*", "f32*",
                                                                      "i64", "f32", "f32*", "i64", "f32*", "i8*", "i8*"]),
 }
