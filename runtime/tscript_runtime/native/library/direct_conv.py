@@ -34,6 +34,7 @@ from .packed_gemm import _intrinsic, _transpose16
 NAME = "tscript_conv_stride1_f32"
 TILE = 16            # pixels of a tile, and channels (one AVX-512 vector of float32)
 UNROLL = 2           # steps of K per loop trip
+MIN_TAPS = 384      # C*kh*kw from which the entry takes this kernel (`uses_direct`)
 SPLIT_MIN = 1 << 18  # multiply-adds of an image from which its two halves of rows run at once
 I1, I8, I32, I64, F32 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.FloatType()
 I8P, FP, I64P = I8.as_pointer(), F32.as_pointer(), I64.as_pointer()
@@ -48,18 +49,20 @@ PIXELS = range(8, TILE + 1)  # pixels of a tile: ceil(OW / ceil(OW / 16)) for OW
 
 def uses_direct(dtype, geometry: dict, out_channels: int, groups: int) -> bool:
     """Does the entry's float32 convolution of `geometry` (GEOMETRY names; C per group) run here?
-    Stride 1, one group of several input channels, at least 16 output channels, a kernel wider than
-    1x1 and output rows of at least 8 pixels (a tile's fewest). The entry's code decides the same
-    (`direct_condition`)."""
+    Stride 1, one group, at least 16 output channels, at least MIN_TAPS taps (C*kh*kw: with fewer, a
+    tile's turning around and stores cost more than the packing they save; SqueezeNet's 16- and
+    32-channel 3x3 layers took 1.1x the packed GEMM's time), a kernel wider than 1x1 and output rows
+    of at least 8 pixels (a tile's fewest). The entry's code decides the same (`direct_condition`)."""
     from .conv import implicit_columns
     g = geometry
-    return (implicit_columns(dtype) and groups == 1 and g["C"] > 1 and out_channels >= TILE and g["sh"] == 1
+    return (implicit_columns(dtype) and groups == 1 and g["C"] * g["kh"] * g["kw"] >= MIN_TAPS
+            and out_channels >= TILE and g["sh"] == 1
             and g["sw"] == 1 and g["kh"] * g["kw"] > 1 and g["OW"] >= PIXELS[0])
 
 
 def direct_condition(b: ir.IRBuilder, slot: dict):
     """`uses_direct` in IR, from the CONV_SLOTS values (`slot`; the dtype and host checked by the caller)."""
-    conditions = [b.icmp_signed("==", slot["G"], I64(1)), b.icmp_signed(">", slot["C"], I64(1)),
+    conditions = [b.icmp_signed("==", slot["G"], I64(1)), b.icmp_signed(">=", slot["K"], I64(MIN_TAPS)),
                   b.icmp_signed(">=", slot["O"], I64(TILE)), b.icmp_signed("==", slot["sh"], I64(1)),
                   b.icmp_signed("==", slot["sw"], I64(1)), b.icmp_signed(">", b.mul(slot["kh"], slot["kw"]), I64(1)),
                   b.icmp_signed(">=", slot["OW"], I64(PIXELS[0]))]
