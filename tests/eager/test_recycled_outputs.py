@@ -15,8 +15,9 @@ BIG = (4, 64, 32, 32)  # 1 MiB of float32
 
 
 @pytest.fixture(autouse=True)
-def fresh_pool():
-    """Each test starts from an empty pool on this thread."""
+def fresh_pool(monkeypatch):
+    """Each test starts from an empty pool on this thread, which keeps arrays from 1 MiB (BIG's size)."""
+    monkeypatch.setattr(recycled, "MIN_BYTES", 1 << 20)
     recycled._local.__dict__.pop("pool", None)
     yield
     recycled._local.__dict__.pop("pool", None)
@@ -44,9 +45,12 @@ def test_a_held_array_is_not_handed_out(hold):
     assert _address(b) != at and holder is not None
 
 
-def test_small_arrays_dtypes_and_shapes_are_apart():
+def test_small_arrays_dtypes_and_shapes_are_apart(monkeypatch):
     recycled.empty((4, 4), np.float32)
+    monkeypatch.setattr(recycled, "MIN_BYTES", 1 << 23)  # the default: arrays under 8 MiB come from malloc
+    recycled.empty(BIG, np.float32)
     assert not recycled._pool()  # nothing kept for arrays under MIN_BYTES
+    monkeypatch.setattr(recycled, "MIN_BYTES", 1 << 20)
     a = recycled.empty(BIG, np.float32)
     at = _address(a)
     del a

@@ -14,7 +14,7 @@ output (small images several to a GEMM, their columns side by side, as the entry
 the bias first, its columns packed straight from the image (implicit im2col;
 a 1x1 stride-1 unpadded convolution reads the image itself); one input channel per group goes to the direct depthwise
 kernel, which also sums average pooling's windows. Float32 max pooling runs its two halves of planes at
-once (through eager_kernels.py's range-of-planes call of the library's kernel). Outputs of 1 MiB or more
+once (through eager_kernels.py's range-of-planes call of the library's kernel). Outputs of 8 MiB or more
 come from recycled.py. Scratch buffers are per thread (the ctypes calls release the GIL).
 """
 from __future__ import annotations

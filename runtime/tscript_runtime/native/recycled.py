@@ -1,14 +1,17 @@
 """Output arrays of the eager native kernels (convolution, max pooling, elementwise ops), handed out
 again once nothing holds them.
 
-A large fresh array costs a page fault per page its kernel first writes: glibc returns a freed block of
-more than its mmap threshold to the OS, and takes one from it again for the next allocation. Eager
-ResNet-18 at batch 8 took ~1800 faults per call this way, ~1200 of them in the batch norms' products
-(5.6 of their 12 ms). Each thread keeps the arrays of MIN_BYTES or more it handed out (but those too big
-for PER_SHAPE of them to fit in KEPT_BYTES), up to PER_SHAPE
-per shape and dtype and KEPT_BYTES in all (the least recently asked-for shapes dropped first), and hands
-one out again when its reference count shows no holder but the pool, as the whole-graph kernels' outputs
-are (kernels.FusedKernel._output). A kept array no one holds is memory malloc would have given back.
+A fresh array at least as large as glibc's mmap threshold (dynamic, at most 32 MiB: the size of the
+largest block freed so far) comes from the OS and costs a page fault per page its kernel first writes, on
+every call: eager ResNet-18 at batch 8 took ~1800 faults per call this way, ~1200 of them in the batch
+norms' products (5.6 of their 12 ms). Smaller ones come from malloc's free lists without faults, and
+keeping them here only pins memory malloc would reuse for other shapes (MobileNetV2 at batch 8: 14.8k
+faults per call when arrays from 1 MiB were kept, 10.3k with none, 5.7k from MIN_BYTES). Each thread keeps
+the arrays of MIN_BYTES or more it handed out (but those too big for PER_SHAPE of them to fit in
+KEPT_BYTES), up to PER_SHAPE per shape and dtype and KEPT_BYTES in all (the least recently asked-for shapes
+dropped first), and hands one out again when its reference count shows no holder but the pool, as the
+whole-graph kernels' outputs are (kernels.FusedKernel._output). A kept array no one holds is memory malloc
+would have given back.
 """
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-MIN_BYTES = 1 << 20   # smaller arrays come from malloc's free lists without faults
+MIN_BYTES = 1 << 23   # smaller arrays come from malloc's free lists without faults
 PER_SHAPE = 4         # arrays kept per shape and dtype (a residual block holds three of one shape at once)
 KEPT_BYTES = 1 << 28  # bytes kept per thread, held or not
 _local = threading.local()
