@@ -104,7 +104,8 @@ def test_where_the_entry_takes_it():
     assert not uses_direct(np.float32, g, 64, 2)            # grouped
     assert not uses_direct(np.float32, g, 8, 1)             # fewer channels than a vector
     assert not uses_direct(np.float32, dict(g, C=32), 64, 1)  # 288 taps: the packed GEMM is faster
-    assert uses_direct(np.float32, dict(g, H=14, W=14, OH=14, OW=14), 64, 1)  # a row of 14: one tile
+    assert uses_direct(np.float32, dict(g, C=256, H=14, W=14, OH=14, OW=14), 256, 1)  # a row of 14: one tile
+    assert not uses_direct(np.float32, dict(g, C=48, H=13, W=13, OH=13, OW=13), 192, 1)  # 14M multiply-adds
     assert not uses_direct(np.float32, dict(g, sh=2, sw=2), 64, 1)
     assert not uses_direct(np.float32, dict(g, kh=1, kw=1, ph=0, pw=0), 64, 1)
     assert not uses_direct(np.float32, dict(g, W=7, OW=7), 64, 1)   # rows of fewer than 8 pixels
@@ -125,18 +126,18 @@ class Block(ts.nn.Module):
         return F.relu(self.bn2(self.conv2(y)) + x)
 
 
-@pytest.mark.parametrize("batch, size", [(1, 20), (2, 17)])
+@pytest.mark.parametrize("batch, size", [(1, 24), (2, 21)])
 def test_a_compiled_block_runs_it_with_its_epilogues(batch, size):
     ts.manual_seed(0)
-    block = Block(48).eval()
+    block = Block(96).eval()
     for bn in (block.bn1, block.bn2):
-        bn.running_mean.copy_(ts.randn(48) * 0.1)
-        bn.running_var.copy_(ts.rand(48) + 0.5)
-        bn.weight.data.copy_(ts.rand(48) + 0.5)
-        bn.bias.data.copy_(ts.randn(48) * 0.1)
-    x = ts.randn(batch, 48, size, size)
-    g = dict(C=48, H=size, W=size, kh=3, kw=3, sh=1, sw=1, ph=1, pw=1, dh=1, dw=1, OH=size, OW=size)
-    assert uses_direct(np.float32, g, 48, 1)
+        bn.running_mean.copy_(ts.randn(96) * 0.1)
+        bn.running_var.copy_(ts.rand(96) + 0.5)
+        bn.weight.data.copy_(ts.rand(96) + 0.5)
+        bn.bias.data.copy_(ts.randn(96) * 0.1)
+    x = ts.randn(batch, 96, size, size)
+    g = dict(C=96, H=size, W=size, kh=3, kw=3, sh=1, sw=1, ph=1, pw=1, dh=1, dw=1, OH=size, OW=size)
+    assert uses_direct(np.float32, g, 96, 1)
     cm = ts.jit.compile(block, (x,))
     got = cm(x)
     assert cm.executable.entry is not None and cm.executable.entry.run(

@@ -8,7 +8,7 @@ computes conv2d(x, w, bias) for the N images at x (CONV_SLOTS at dims; one group
 and dilation) into out, with `epilogue` (native/conv_epilogue.py; null: none) run on each finished
 output row of all channels while it is in cache. `scratch` holds `scratch_bytes` (any alignment).
 
-The weights are packed once per call, 16 output channels at a time, into K x 16 panels (tap p's 16
+The weights are packed once per call (both threads, half the blocks each), 16 output channels at a time, into K x 16 panels (tap p's 16
 channels one vector: w is read as stored, (O, C, kh, kw), and turned around 16 x 16 in registers). Each
 image is copied into zero-padded planes, one per channel (both threads, half the channels each), so
 that output pixel (oh, ow) reads its tap (c, i, j) at c*Hp*Wp + (oh + i*dh)*Wp + ow + j*dw:
@@ -35,6 +35,7 @@ NAME = "tscript_conv_stride1_f32"
 TILE = 16            # pixels of a tile, and channels (one AVX-512 vector of float32)
 UNROLL = 2           # steps of K per loop trip
 MIN_TAPS = 384      # C*kh*kw from which the entry takes this kernel (`uses_direct`)
+MIN_WORK = 1 << 25  # and multiply-adds per image (O*OH*OW*K)
 SPLIT_MIN = 1 << 18  # multiply-adds of an image from which its two halves of rows run at once
 I1, I8, I32, I64, F32 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.FloatType()
 I8P, FP, I64P = I8.as_pointer(), F32.as_pointer(), I64.as_pointer()
@@ -51,12 +52,15 @@ def uses_direct(dtype, geometry: dict, out_channels: int, groups: int) -> bool:
     """Does the entry's float32 convolution of `geometry` (GEOMETRY names; C per group) run here?
     Stride 1, one group, at least 16 output channels, at least MIN_TAPS taps (C*kh*kw: with fewer, a
     tile's turning around and stores cost more than the packing they save; SqueezeNet's 16- and
-    32-channel 3x3 layers took 1.1x the packed GEMM's time), a kernel wider than 1x1 and output rows
-    of at least 8 pixels (a tile's fewest). The entry's code decides the same (`direct_condition`)."""
+    32-channel 3x3 layers took 1.1x the packed GEMM's time), MIN_WORK multiply-adds an image (its
+    padding and launches cost more than they save on SqueezeNet's 13x13 layers, which the packed GEMM
+    runs several images at a time; ResNet-18's 3x3 layers are 2^26.8 each), a kernel wider than 1x1
+    and output rows of at least 8 pixels (a tile's fewest). The entry's code decides the same (`direct_condition`)."""
     from .conv import implicit_columns
     g = geometry
-    return (implicit_columns(dtype) and groups == 1 and g["C"] * g["kh"] * g["kw"] >= MIN_TAPS
-            and out_channels >= TILE and g["sh"] == 1
+    taps = g["C"] * g["kh"] * g["kw"]
+    return (implicit_columns(dtype) and groups == 1 and taps >= MIN_TAPS and out_channels >= TILE
+            and out_channels * g["OH"] * g["OW"] * taps >= MIN_WORK and g["sh"] == 1
             and g["sw"] == 1 and g["kh"] * g["kw"] > 1 and g["OW"] >= PIXELS[0])
 
 
@@ -65,7 +69,8 @@ def direct_condition(b: ir.IRBuilder, slot: dict):
     conditions = [b.icmp_signed("==", slot["G"], I64(1)), b.icmp_signed(">=", slot["K"], I64(MIN_TAPS)),
                   b.icmp_signed(">=", slot["O"], I64(TILE)), b.icmp_signed("==", slot["sh"], I64(1)),
                   b.icmp_signed("==", slot["sw"], I64(1)), b.icmp_signed(">", b.mul(slot["kh"], slot["kw"]), I64(1)),
-                  b.icmp_signed(">=", slot["OW"], I64(PIXELS[0]))]
+                  b.icmp_signed(">=", slot["OW"], I64(PIXELS[0])),
+                  b.icmp_signed(">=", b.mul(b.mul(slot["O"], slot["L"]), slot["K"]), I64(MIN_WORK))]
     out = conditions[0]
     for c in conditions[1:]:
         out = b.and_(out, c)
@@ -217,10 +222,12 @@ class _Direct:
         wt = b.gep(xp, [padded])
         off = b.bitcast(b.gep(wt, [b.mul(b.mul(blocks, s["K"]), I64(TILE))]), I64P)
         _zero(self.module, b, b.gep(xp, [planes]), b.sub(padded, planes))  # the reach past the last plane
-        self._pack_weights(fn, b, w, wt, s["O"], s["K"], blocks)
         self._offsets(fn, b, off, s, b.mul(hp, wp), wp)
         work = b.mul(b.mul(s["O"], s["L"]), s["K"])
         halves = b.and_(b.icmp_signed(">=", work, I64(SPLIT_MIN)), b.icmp_signed(">=", s["OH"], I64(2)))
+        half_blocks = b.select(halves, b.sdiv(blocks, I64(2)), blocks)
+        self._both(b, halves, self.pack_part(), [stack(b, I64, [I64(0), half_blocks]), stack(b, I64, [half_blocks, blocks])],
+                   stack(b, I8P, [b.bitcast(w, I8P), b.bitcast(wt, I8P)]), stack(b, I64, [s["O"], s["K"]]))
         cut = b.select(halves, b.sdiv(s["OH"], I64(2)), s["OH"])
         rows = [stack(b, I64, [I64(0), cut]), stack(b, I64, [cut, s["OH"]])]
         channels = b.select(halves, b.sdiv(s["C"], I64(2)), s["C"])
@@ -275,12 +282,21 @@ class _Direct:
         b.ret_void()
         return fn
 
-    def _pack_weights(self, fn, b, w, wt, o, k, blocks) -> None:
-        """wt[ob][p][lane] = w[(16 ob + lane) K + p], 0 past the O channels: 16 x 16 blocks turned around
-        in registers, the last K % 16 taps one value at a time."""
+    def pack_part(self) -> ir.Function:
+        """`pack_part(i64* [ob0, ob1], i8** [w, wt], i64* [O, K], f64*)`: blocks ob0..ob1 of 16 channels of
+        the weights into their panels, wt[ob][p][lane] = w[(16 ob + lane) K + p], 0 past the O channels:
+        16 x 16 blocks turned around in registers, the last K % 16 taps one value at a time."""
+        from .parallel import KERNEL
+        fn = ir.Function(self.module, KERNEL, f"{NAME}_pack")
+        fn.linkage = "internal"
+        sizes, ptrs8, dims_p, _ = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        ptrs = b.bitcast(ptrs8, I8P.as_pointer())
+        w, wt = (b.bitcast(b.load(b.gep(ptrs, [I64(i)])), FP) for i in range(2))
+        o, k = b.load(dims_p), b.load(b.gep(dims_p, [I64(1)]))
         load = _intrinsic(self.module, "llvm.masked.load.v16f32.p0", VEC, [FP, I32, MASK, VEC])
         whole = b.and_(k, I64(-TILE))
-        with counted(b, fn, I64(0), blocks, 1, "wblock") as ob:
+        with counted(b, fn, b.load(sizes), b.load(b.gep(sizes, [I64(1)])), 1, "wblock") as ob:
             channels = smin(b, b.sub(o, b.mul(ob, I64(TILE))), I64(TILE))
             panel = b.gep(wt, [b.mul(b.mul(ob, k), I64(TILE))])
             rows = b.gep(w, [b.mul(b.mul(ob, I64(TILE)), k)])
@@ -297,6 +313,8 @@ class _Direct:
                                      b.load(b.gep(rows, [b.add(b.mul(smin(b, c, b.sub(channels, I64(1))), k), p)])),
                                      F32(0.0))
                     b.store(value, b.gep(panel, [b.add(b.mul(p, I64(TILE)), c)]))
+        b.ret_void()
+        return fn
 
     def _offsets(self, fn, b, off, s: dict, plane, wp) -> None:
         """off[p] = c*Hp*Wp + i*dh*Wp + j*dw for tap p = (c, i, j)."""
