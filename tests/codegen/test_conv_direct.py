@@ -12,7 +12,7 @@ import pytest
 
 import tscript as ts
 import tscript.nn.functional as F
-from tscript_runtime.entry_steps import CONV_SLOTS, GEOMETRY
+from tscript_runtime.entry_steps import CONV_SLOTS
 from tscript_runtime.native import library
 from tscript_runtime.native.library.conv import implicit_columns
 from tscript_runtime.native.library.direct_conv import TILE, scratch_bytes, uses_direct

@@ -24,7 +24,6 @@ image's halves of output rows.
 """
 from __future__ import annotations
 
-import numpy as np
 from llvmlite import ir
 
 from ...entry_steps import CONV_SLOTS
@@ -107,10 +106,13 @@ class _Direct:
         self.module = module
         self.fma = _intrinsic(module, "llvm.fma.v16f32", VEC, [VEC] * 3)
 
-    def _function(self, name: str, args: list) -> tuple:
-        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), args), name)
+    def _part(self, suffix: str) -> tuple:
+        """A new internal function `<NAME>_<suffix>` of the kernel ABI tscript_parallel2 runs, its
+        arguments and a builder at its start."""
+        from .parallel import KERNEL
+        fn = ir.Function(self.module, KERNEL, f"{NAME}_{suffix}")
         fn.linkage = "internal"
-        return fn, ir.IRBuilder(fn.append_basic_block("entry"))
+        return fn, fn.args, ir.IRBuilder(fn.append_basic_block("entry"))
 
     # -- one half of an image's rows -------------------------------------------------------------
 
@@ -118,11 +120,7 @@ class _Direct:
         """`part(i64* [r0, r1], i8** PART, i64* PART_DIMS, f64*)`: output rows r0..r1 of one image, every
         channel: each row in `tiles` tiles of P = ceil(OW / tiles) pixels (the tile function for P), the
         last one's pixels past OW not stored; then the epilogue on the row (all channels)."""
-        from .parallel import KERNEL
-        fn = ir.Function(self.module, KERNEL, f"{NAME}_part")
-        fn.linkage = "internal"
-        sizes, ptrs8, dims_p, _ = fn.args
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        fn, (sizes, ptrs8, dims_p, _), b = self._part("part")
         ptrs = b.bitcast(ptrs8, I8P.as_pointer())
         p = {name: b.load(b.gep(ptrs, [I64(i)])) for i, name in enumerate(PART)}
         out = b.bitcast(p["out"], FP)
@@ -259,11 +257,7 @@ class _Direct:
         """`pad_part(i64* [c0, c1], i8** [x, xp], i64* [H, W, ph, pw, Hp, Wp], f64*)`: channels c0..c1 of
         image x into their zero-padded planes at xp: the rows above and below and each row's ends zeros,
         its middle a copy (every float of the planes written: the scratch is the arena's)."""
-        from .parallel import KERNEL
-        fn = ir.Function(self.module, KERNEL, f"{NAME}_pad")
-        fn.linkage = "internal"
-        sizes, ptrs8, dims_p, _ = fn.args
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        fn, (sizes, ptrs8, dims_p, _), b = self._part("pad")
         ptrs = b.bitcast(ptrs8, I8P.as_pointer())
         x, xp = (b.bitcast(b.load(b.gep(ptrs, [I64(i)])), FP) for i in range(2))
         h, wd, ph, pw, hp, wp = (b.load(b.gep(dims_p, [I64(i)])) for i in range(6))
@@ -286,11 +280,7 @@ class _Direct:
         """`pack_part(i64* [ob0, ob1], i8** [w, wt], i64* [O, K], f64*)`: blocks ob0..ob1 of 16 channels of
         the weights into their panels, wt[ob][p][lane] = w[(16 ob + lane) K + p], 0 past the O channels:
         16 x 16 blocks turned around in registers, the last K % 16 taps one value at a time."""
-        from .parallel import KERNEL
-        fn = ir.Function(self.module, KERNEL, f"{NAME}_pack")
-        fn.linkage = "internal"
-        sizes, ptrs8, dims_p, _ = fn.args
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        fn, (sizes, ptrs8, dims_p, _), b = self._part("pack")
         ptrs = b.bitcast(ptrs8, I8P.as_pointer())
         w, wt = (b.bitcast(b.load(b.gep(ptrs, [I64(i)])), FP) for i in range(2))
         o, k = b.load(dims_p), b.load(b.gep(dims_p, [I64(1)]))
