@@ -13,7 +13,8 @@ channels one vector: w is read as stored, (O, C, kh, kw), and turned around 16 x
 image is copied into zero-padded planes, one per channel (both threads, half the channels each), so
 that output pixel (oh, ow) reads its tap (c, i, j) at c*Hp*Wp + (oh + i*dh)*Wp + ow + j*dw:
 consecutive pixels of a row read consecutive inputs. A tile is P pixels of a row times 16 channels,
-P = ceil(OW / ceil(OW / 16)) (8 to 16: a row of 56 is 4 tiles of 14, of 28 two, of 14 one), in P
+P the narrowest of 8, 14, 16 at least ceil(OW / ceil(OW / 16)) (a row of 56 is 4 tiles of 14, of
+28 two, of 14 one, of 112 seven of 16), in P
 accumulators, each step of K one vector of weights and P broadcast inputs (FMA-bound: 88-95% of a
 core's peak on ResNet-18's layers, where the packed GEMM reached 76-83% with the packing of the
 columns). The tile is turned around in registers and each channel's pixels written with a masked
@@ -44,7 +45,7 @@ LANE_NUMBERS = ir.Constant(ir.VectorType(I64, TILE), list(range(TILE)))
 EPILOGUE = ir.FunctionType(ir.VoidType(), [I8P, FP, I64, I64, I64])
 PART = ("xp", "wt", "off", "out", "bias", "epilogue", "context")  # a half's pointers
 PART_DIMS = ("K", "OB", "O", "OW", "Wp", "L")
-PIXELS = range(8, TILE + 1)  # pixels of a tile: ceil(OW / ceil(OW / 16)) for OW >= 8
+PIXELS = (8, 14, 16)  # the tiles' widths built (each is a function: 9 widths took 0.85 s of LLVM, these 0.45)
 
 
 def uses_direct(dtype, geometry: dict, out_channels: int, groups: int) -> bool:
@@ -118,16 +119,21 @@ class _Direct:
 
     def part(self) -> ir.Function:
         """`part(i64* [r0, r1], i8** PART, i64* PART_DIMS, f64*)`: output rows r0..r1 of one image, every
-        channel: each row in `tiles` tiles of P = ceil(OW / tiles) pixels (the tile function for P), the
-        last one's pixels past OW not stored; then the epilogue on the row (all channels)."""
+        channel: each row in tiles of P pixels (the tile function for P: the narrowest of PIXELS at least
+        ceil(OW / ceil(OW / 16))), the last one's pixels past OW not stored; then the epilogue on the row
+        (all channels)."""
         fn, (sizes, ptrs8, dims_p, _), b = self._part("part")
         ptrs = b.bitcast(ptrs8, I8P.as_pointer())
         p = {name: b.load(b.gep(ptrs, [I64(i)])) for i, name in enumerate(PART)}
         out = b.bitcast(p["out"], FP)
         d = {name: b.load(b.gep(dims_p, [I64(i)])) for i, name in enumerate(PART_DIMS)}
         r0, r1 = b.load(sizes), b.load(b.gep(sizes, [I64(1)]))
-        tiles = b.sdiv(b.add(d["OW"], I64(TILE - 1)), I64(TILE))
-        width = b.sdiv(b.add(d["OW"], b.sub(tiles, I64(1))), tiles)  # P: at most 16, at least 8 (OW >= 8)
+        even = b.sdiv(b.add(d["OW"], b.sub(b.sdiv(b.add(d["OW"], I64(TILE - 1)), I64(TILE)), I64(1))),
+                      b.sdiv(b.add(d["OW"], I64(TILE - 1)), I64(TILE)))  # ceil(OW / ceil(OW / 16)): 8..16
+        width = I64(TILE)
+        for pixels in reversed(PIXELS[:-1]):  # the narrowest built width at least that
+            width = b.select(b.icmp_signed("<=", even, I64(pixels)), I64(pixels), width)
+        tiles = b.sdiv(b.add(d["OW"], b.sub(width, I64(1))), width)
         has_epilogue = b.icmp_unsigned("!=", p["epilogue"], ir.Constant(I8P, None))
         epilogue = b.bitcast(p["epilogue"], EPILOGUE.as_pointer())
         with counted(b, fn, r0, r1, 1, "row") as oh:

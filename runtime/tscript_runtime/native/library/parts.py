@@ -24,7 +24,7 @@ NEEDS = {"packed_gemm": ("packed_rows6", "packed_rows", "parallel"), "direct_con
 # seconds of IR building + LLVM per part, measured on a Zen 4 core (2026-11-24), and a child's start
 COST = {"packed_rows6": 0.4, "packed_rows": 0.65, "packed_gemm": 0.6, "recurrent_gemm": 0.6, "conv_f32": 0.4, "conv_f64": 0.4, "depthwise_f32": 0.45,
         "depthwise_f64": 0.45, "gemm": 0.35, "transposed_f32": 0.2, "transposed_f64": 0.2, "parallel": 0.03,
-        "unary_f32": 0.03, "direct_conv": 0.85}
+        "unary_f32": 0.03, "direct_conv": 0.4}
 CHILD_START = 0.3
 MODEL_IR_SECONDS_PER_BYTE = 0.45 / 242e3  # a model's LLVM time by its IR's size (ResNet-18: 242 KB, 0.45 s)
 _lock = threading.Lock()
