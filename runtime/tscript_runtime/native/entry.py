@@ -310,7 +310,8 @@ def _wrapped(b: ir.IRBuilder, picked, n):
 def _conv_function(module: ir.Module, function: str, dtype, small_m: int, direct: bool | None = None) -> ir.Function:
     """`void <function>_<small_m>(i64* dims, i8* x, i8* w, i8* bias, i8* out, i8* col, i8* pack, i8* epilogue,
     i8* context)`, once per module: one input channel per group (depthwise) by the kernel library's direct kernel; one
-    group and several small images (library.conv.images_per_gemm) by `_conv_batched`; else per image
+    group, stride 1 and enough taps and work (library.direct_conv.uses_direct) by the library's direct
+    stride-1 kernel; one group and several small images (library.conv.images_per_gemm) by `_conv_batched`; else per image
     and per group of channels, `out` rows = bias, then out (O, L) += W (O, K) @ col (CONV_SLOTS at dims:
     C and O count one group's channels): float32 on hosts with the packed GEMM by the implicit-im2col
     GEMM, which packs col straight from the image (`_packs_from_image`: where it measured faster);
@@ -343,7 +344,7 @@ def _conv_function(module: ir.Module, function: str, dtype, small_m: int, direct
         _depthwise(module, b, dtype, dims_p, [x8, w8, bias8, out8, col8, *finish], slot)
 
     def columns():
-        if dtype == np.float32 and implicit_columns(dtype):
+        if implicit_columns(dtype):
             with b.if_else(direct_condition(b, slot)) as (direct, products):
                 with direct:
                     b.call(library.declare(module, DIRECT), [dims_p, x, w, bias, out, pack8, *finish])

@@ -25,10 +25,12 @@ image's halves of output rows.
 """
 from __future__ import annotations
 
+import functools
+
 from llvmlite import ir
 
 from ...entry_steps import CONV_SLOTS
-from .loops import carried, counted, smin, stack
+from .loops import carried, counted, smin, splat, stack
 from .packed_gemm import _intrinsic, _transpose16
 
 NAME = "tscript_conv_stride1_f32"
@@ -41,7 +43,8 @@ I1, I8, I32, I64, F32 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType
 I8P, FP, I64P = I8.as_pointer(), F32.as_pointer(), I64.as_pointer()
 VEC = ir.VectorType(F32, TILE)
 MASK = ir.VectorType(I1, TILE)
-LANE_NUMBERS = ir.Constant(ir.VectorType(I64, TILE), list(range(TILE)))
+LANE_TYPE = ir.VectorType(I64, TILE)
+LANE_NUMBERS = ir.Constant(LANE_TYPE, list(range(TILE)))
 EPILOGUE = ir.FunctionType(ir.VoidType(), [I8P, FP, I64, I64, I64])
 PART = ("xp", "wt", "off", "out", "bias", "epilogue", "context")  # a half's pointers
 PART_DIMS = ("K", "OB", "O", "OW", "Wp", "L")
@@ -71,10 +74,7 @@ def direct_condition(b: ir.IRBuilder, slot: dict):
                   b.icmp_signed("==", slot["sw"], I64(1)), b.icmp_signed(">", b.mul(slot["kh"], slot["kw"]), I64(1)),
                   b.icmp_signed(">=", slot["OW"], I64(PIXELS[0])),
                   b.icmp_signed(">=", b.mul(b.mul(slot["O"], slot["L"]), slot["K"]), I64(MIN_WORK))]
-    out = conditions[0]
-    for c in conditions[1:]:
-        out = b.and_(out, c)
-    return out
+    return functools.reduce(b.and_, conditions)
 
 
 def _layout(g: dict, out_channels: int) -> tuple:
@@ -128,8 +128,8 @@ class _Direct:
         out = b.bitcast(p["out"], FP)
         d = {name: b.load(b.gep(dims_p, [I64(i)])) for i, name in enumerate(PART_DIMS)}
         r0, r1 = b.load(sizes), b.load(b.gep(sizes, [I64(1)]))
-        even = b.sdiv(b.add(d["OW"], b.sub(b.sdiv(b.add(d["OW"], I64(TILE - 1)), I64(TILE)), I64(1))),
-                      b.sdiv(b.add(d["OW"], I64(TILE - 1)), I64(TILE)))  # ceil(OW / ceil(OW / 16)): 8..16
+        least = b.sdiv(b.add(d["OW"], I64(TILE - 1)), I64(TILE))  # tiles a row needs
+        even = b.sdiv(b.add(d["OW"], b.sub(least, I64(1))), least)  # ceil(OW / least): 8..16
         width = I64(TILE)
         for pixels in reversed(PIXELS[:-1]):  # the narrowest built width at least that
             width = b.select(b.icmp_signed("<=", even, I64(pixels)), I64(pixels), width)
@@ -180,19 +180,19 @@ class _Direct:
         has_bias = b.icmp_unsigned("!=", bias, ir.Constant(FP, None))
         load = _intrinsic(self.module, "llvm.masked.load.v16f32.p0", VEC, [FP, I32, MASK, VEC])
         store = _intrinsic(self.module, "llvm.masked.store.v16f32.p0", ir.VoidType(), [VEC, FP, I32, MASK])
-        stored = b.icmp_signed("<", LANE_NUMBERS, _splat64(b, valid))
+        stored = b.icmp_signed("<", LANE_NUMBERS, splat(b, valid, LANE_TYPE))
         base = b.gep(xp, [at])
         with counted(b, fn, I64(0), d["OB"], 1, "block") as ob:
             channels = smin(b, b.sub(d["O"], b.mul(ob, I64(TILE))), I64(TILE))
-            lanes = b.icmp_signed("<", LANE_NUMBERS, _splat64(b, channels))
-            start = b.call(load, [b.gep(bias, [b.mul(ob, I64(TILE))]), I32(4), b.and_(lanes, _splat1(b, has_bias)),
+            lanes = b.icmp_signed("<", LANE_NUMBERS, splat(b, channels, LANE_TYPE))
+            start = b.call(load, [b.gep(bias, [b.mul(ob, I64(TILE))]), I32(4), b.and_(lanes, splat(b, has_bias, MASK)),
                                   ir.Constant(VEC, [0.0] * TILE)])
             panel = b.gep(wt, [b.mul(b.mul(ob, d["K"]), I64(TILE))])
 
             def step(p, accs):
                 w = b.load(b.bitcast(b.gep(panel, [b.mul(p, I64(TILE))]), VEC.as_pointer()), align=64)
                 row = b.gep(base, [b.load(b.gep(off, [p]))])
-                return [b.call(self.fma, [_broadcast(b, b.load(b.gep(row, [I64(u)]))), w, accs[u]])
+                return [b.call(self.fma, [splat(b, b.load(b.gep(row, [I64(u)])), VEC), w, accs[u]])
                         for u in range(pixels)]
 
             def unrolled(p, accs):
@@ -298,7 +298,7 @@ class _Direct:
             rows = b.gep(w, [b.mul(b.mul(ob, I64(TILE)), k)])
             with counted(b, fn, I64(0), whole, TILE, "wtaps") as p:
                 inside = [b.icmp_signed("<", I64(c), channels) for c in range(TILE)]
-                block = [b.call(load, [b.gep(rows, [b.add(b.mul(I64(c), k), p)]), I32(4), _splat1(b, inside[c]),
+                block = [b.call(load, [b.gep(rows, [b.add(b.mul(I64(c), k), p)]), I32(4), splat(b, inside[c], MASK),
                                        ir.Constant(VEC, [0.0] * TILE)]) for c in range(TILE)]
                 for q, values in enumerate(_transpose16(b, block)):
                     b.store(values, b.bitcast(b.gep(panel, [b.mul(b.add(p, I64(q)), I64(TILE))]), VEC.as_pointer()),
@@ -327,17 +327,3 @@ def _zero(module, b, at, count) -> None:
     memset = _intrinsic(module, "llvm.memset.p0.i64", ir.VoidType(), [I8P, I8, I64, I1])
     b.call(memset, [b.bitcast(at, I8P), I8(0), b.mul(count, I64(4)), I1(0)])
 
-
-def _splat64(b, value):
-    vec = ir.VectorType(I64, TILE)
-    return b.shuffle_vector(b.insert_element(ir.Constant(vec, None), value, I32(0)), ir.Constant(vec, None),
-                            ir.Constant(ir.VectorType(I32, TILE), [0] * TILE))
-
-
-def _splat1(b, flag):
-    return b.select(flag, ir.Constant(MASK, [1] * TILE), ir.Constant(MASK, [0] * TILE))
-
-
-def _broadcast(b, x):
-    return b.shuffle_vector(b.insert_element(ir.Constant(VEC, None), x, I32(0)), ir.Constant(VEC, None),
-                            ir.Constant(ir.VectorType(I32, TILE), [0] * TILE))
