@@ -103,6 +103,14 @@ def test_blocks_of_k_and_columns_and_both_halves(sgemm, m, n, k, ta, tb):
     _case(sgemm, m, n, k, ta, tb, pad=1, beta=1.0, seed=m + n + k)
 
 
+@pytest.mark.parametrize("m", [47, 48, 49, 96, 101, 150])
+def test_transposed_a_in_blocks_of_48_rows(sgemm, m):
+    """A transposed A is packed 48 rows at a time (Blocking.a_rows), the last rows' block partial, the
+    tail rows (fewer than 6) read from the last block, K in 16-step blocks and a tail of 5."""
+    _case(sgemm, m, 70, 277, True, False, pad=1, beta=0.0, seed=m)
+    _case(sgemm, m, 700, 37, True, True, pad=0, beta=1.0, seed=m + 1)
+
+
 @pytest.mark.parametrize("beta", [0.5, -2.0])
 def test_any_beta_scales_c(sgemm, beta):
     _case(sgemm, 37, 90, 70, False, True, pad=2, beta=beta, seed=1)

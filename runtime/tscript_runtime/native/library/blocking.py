@@ -3,6 +3,7 @@ planner sizes a product's scratch by `pack_bytes` where no code is built (a warm
 imports no IR builder)."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 LANES = 16  # floats in one AVX-512 register
@@ -32,6 +33,14 @@ class Blocking:
     def nr(self) -> int:
         return self.nv * LANES
 
+    @property
+    def a_rows(self) -> int:
+        """Rows of a transposed A packed at once: whole cache lines of it read and turned around 16 x 16
+        at a time, for whole MR-row blocks (48). Packed per MR rows, each block read 16 floats of a line
+        for its 6 and the next block the same lines again, lines lda apart that all fall into one L1
+        set: GPT's weight gradients (1024 x 1024tokens @ 1024tokens x 256) ran at 0.8x the row-major speed."""
+        return math.lcm(self.mr, LANES)
+
 
 BLOCKING = Blocking()
 
@@ -42,8 +51,8 @@ def pack_bytes(m: int, n: int, k: int, blocking: Blocking = BLOCKING) -> int:
 
 
 def _region_floats(n: int, k: int, blocking: Blocking) -> int:
-    """Floats of one thread's packing area: B's KC x NC block, then A's MR x KC micro-panel (each a
-    whole number of cache lines)."""
+    """Floats of one thread's packing area: B's KC x NC block, then a transposed A's A_ROWS x KC block
+    (each a whole number of cache lines)."""
     kc = min(k, blocking.kc)
     nc = min(-(-n // blocking.nr) * blocking.nr, blocking.nc)
-    return kc * nc + -(-kc * blocking.mr // LANES) * LANES
+    return kc * nc + -(-kc * blocking.a_rows // LANES) * LANES

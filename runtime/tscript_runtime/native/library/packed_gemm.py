@@ -14,8 +14,8 @@ Blocking. For each block of NC columns and KC steps of K, op(B) is packed into m
 registers). For each MR = 6 rows, the micro-kernel then walks those panels with the 6 x KC block of A
 held in L1 and the panels streaming from L2; it keeps C's 6 x 64 tile in 24 zmm accumulators and per
 step of K loads 4 vectors of B and broadcasts 6 values of A into 24 FMAs. A row-major A is read in
-place (its 6 rows are 6 sequential streams); a transposed A's 6 rows are packed first (turned around
-16 x 16 in registers). A row-major B of at most `in_place_floats` values under at most `in_place_rows`
+place (its 6 rows are 6 sequential streams); a transposed A is packed 48 rows at a time (Blocking.a_rows,
+turned around 16 x 16 in registers) before their eight 6-row blocks. A row-major B of at most `in_place_floats` values under at most `in_place_rows`
 rows is read in place too (but for its last, partial panel): packing it would cost more than the few
 row blocks that reuse it save.
 Rows past the last whole micro-panel go in blocks of 4, 2 and 1 rows (tail_rows), and the last columns a kernel
@@ -254,24 +254,27 @@ class _Gemm:
                         b.store(F32(0.0), out)
 
     def pack_a(self) -> ir.Function:
-        """`pack_a(src, lda, mr, kc, dest)`: a transposed A's mr rows (value (i, p) at src[p*lda + i])
-        as the rows of dest (value (i, p) at dest[i*kc + p]): 16 steps of K at a time transposed in
-        registers, then the last kc % 16 one value at a time."""
+        """`pack_a(src, lda, rows, kc, dest)`: a transposed A's rows (at most A_ROWS; value (i, p) at
+        src[p*lda + i]) as the rows of dest (value (i, p) at dest[i*kc + p]): 16 steps of K x 16 rows at
+        a time turned around in registers, then the last kc % 16 steps one value at a time."""
         if self._defined("_pack_a"):
             return self._defined("_pack_a")
         fn, b = self._function("_pack_a", [FP, I64, I64, I64, FP])
-        src, lda, mr, kc, dest = fn.args
+        src, lda, rows, kc, dest = fn.args
         for arg in (src, dest):
             arg.add_attribute("noalias")
-        mask = _mask(b, mr)
         whole = b.and_(kc, I64(-LANES))
         with counted(b, fn, I64(0), whole, LANES, "ap") as p:
-            columns = [self._load_masked(b, b.gep(src, [b.mul(b.add(p, I64(q)), lda)]), mask) for q in range(LANES)]
-            for i, row in enumerate(_transpose16(b, columns)[:self.k.mr]):
-                with b.if_then(b.icmp_signed("<", I64(i), mr)):
-                    b.store(row, b.bitcast(b.gep(dest, [b.add(b.mul(I64(i), kc), p)]), VP), align=4)
+            with counted(b, fn, I64(0), rows, LANES, "ai") as i0:
+                left, mask = b.sub(rows, i0), _mask(b, b.sub(rows, i0))
+                columns = [self._load_masked(b, b.gep(src, [b.add(b.mul(b.add(p, I64(q)), lda), i0)]), mask)
+                           for q in range(LANES)]
+                for i, row in enumerate(_transpose16(b, columns)):
+                    with b.if_then(b.icmp_signed("<", I64(i), left)):
+                        at = b.gep(dest, [b.add(b.mul(b.add(i0, I64(i)), kc), p)])
+                        b.store(row, b.bitcast(at, VP), align=4)
         with counted(b, fn, whole, kc, 1, "atail") as p:
-            with counted(b, fn, I64(0), mr, 1, "atailrow") as i:
+            with counted(b, fn, I64(0), rows, 1, "atailrow") as i:
                 b.store(b.load(b.gep(src, [b.add(b.mul(p, lda), i)])), b.gep(dest, [b.add(b.mul(i, kc), p)]))
         b.ret_void()
         return fn
@@ -344,12 +347,11 @@ class _Gemm:
         scale = b.select(first, beta, F32(1.0))
         whole = b.sub(m, b.urem(m, I64(k.mr)))
 
-        def block(ir_, mr):
-            a_rows = b.gep(a, [b.select(ta, b.add(b.mul(pc, lda), ir_), b.add(b.mul(ir_, lda), pc))])
-            with b.if_then(ta):
-                b.call(self.pack_a(), [a_rows, lda, mr, kc, a_panel])
-            return [kc, nc, b.select(ta, a_panel, a_rows), b.select(ta, kc, lda), *panels,
-                    b.gep(c_block, [b.mul(ir_, ldc)]), ldc, load_c, scale]
+        def block(ir_, base):
+            """row_block's arguments for the rows from ir_ (a transposed A's packed from row `base`)."""
+            a_rows = b.select(ta, b.gep(a_panel, [b.mul(b.sub(ir_, base), kc)]), b.gep(a, [b.add(b.mul(ir_, lda), pc)]))
+            return [kc, nc, a_rows, b.select(ta, kc, lda), *panels, b.gep(c_block, [b.mul(ir_, ldc)]), ldc, load_c,
+                    scale]
         has_epilogue = b.icmp_unsigned("!=", epilogue, ir.Constant(I8P, None))
         finished = b.and_(has_epilogue, b.icmp_signed(">=", b.add(pc, kc), kk))
 
@@ -357,19 +359,25 @@ class _Gemm:
             with b.if_then(finished):
                 b.call(b.bitcast(epilogue, EPILOGUE.as_pointer()), [context, b.gep(c_block, [b.mul(ir_, ldc)]), mr,
                                                                     nc, ldc])
-        with counted(b, fn, I64(0), whole, k.mr, "ir") as ir_:
-            b.call(self.row_block(k.mr), block(ir_, I64(k.mr)))
-            finish_rows(ir_, I64(k.mr))
+        # A_ROWS rows at a time (a transposed A's packed first), each in blocks of MR rows
+        with counted(b, fn, I64(0), m, k.a_rows, "ic") as ic:
+            with b.if_then(ta):
+                b.call(self.pack_a(), [b.gep(a, [b.add(b.mul(pc, lda), ic)]), lda, smin(b, b.sub(m, ic), I64(k.a_rows)),
+                                       kc, a_panel])
+            with counted(b, fn, ic, smin(b, b.add(ic, I64(k.a_rows)), whole), k.mr, "ir") as ir_:
+                b.call(self.row_block(k.mr), block(ir_, ic))
+                finish_rows(ir_, I64(k.mr))
+        last = b.mul(b.sdiv(b.sub(m, I64(1)), I64(k.a_rows)), I64(k.a_rows))  # the start of the last rows packed
         at = whole
         for rows in tail_rows(k.mr):  # the last rows (fewer than MR) in blocks of 4, 2 and 1: 16 fewer kernels
             fits = b.icmp_signed(">=", b.sub(m, at), I64(rows))
             with b.if_then(fits):
-                b.call(self.row_block(rows), block(at, I64(rows)))
+                b.call(self.row_block(rows), block(at, last))
                 finish_rows(at, I64(rows))
             at = b.select(fits, b.add(at, I64(rows)), at)
 
     def a_panel(self, b, n, kk, pack):
-        """Where a transposed A's micro-panel goes in `pack`: after B's largest block."""
+        """Where a transposed A's packed rows go in `pack`: after B's largest block."""
         k = self.k
         kc_max = smin(b, kk, I64(k.kc))
         nc_max = smin(b, b.and_(b.add(n, I64(k.nr - 1)), I64(-k.nr)), I64(k.nc))
@@ -466,7 +474,7 @@ class _Gemm:
         k = self.k
         kc = smin(b, kk, I64(k.kc))
         nc = smin(b, b.and_(b.add(n, I64(k.nr - 1)), I64(-k.nr)), I64(k.nc))
-        a_floats = b.and_(b.add(b.mul(kc, I64(k.mr)), I64(LANES - 1)), I64(-LANES))
+        a_floats = b.and_(b.add(b.mul(kc, I64(k.a_rows)), I64(LANES - 1)), I64(-LANES))
         return b.add(b.mul(kc, nc), a_floats)
 
 
