@@ -34,6 +34,7 @@ import threading
 
 import numpy as np
 
+from .arena import ALIGN as ARENA_ALIGN
 from .entry_layout import EntryLayout
 from .entry_plan import OUT, Unplannable, make_plan
 from .entry_steps import CONTAINERS
@@ -59,8 +60,19 @@ def _struct_pointer(a: np.ndarray) -> int:
 
 _from_address = ctypes.c_void_p.from_address
 _probe = np.empty(3)
+
+
 data_pointer = _struct_pointer if _struct_pointer(_probe) == _interface_pointer(_probe) else _interface_pointer
 del _probe
+
+
+def _aligned(nbytes: int) -> np.ndarray:
+    """`nbytes` uninitialized bytes starting on a cache line (ARENA_ALIGN): the arena's buffers are
+    aligned to it from its start, so that a kernel's vector loads and stores do not straddle lines (malloc
+    aligns to 16 bytes only)."""
+    raw = np.empty(nbytes + ARENA_ALIGN, np.uint8)
+    skip = -_interface_pointer(raw) % ARENA_ALIGN
+    return raw[skip:skip + nbytes]
 
 
 class GraphEntry:
@@ -171,7 +183,7 @@ class GraphEntry:
     def _grow_arena(local, bases, nbytes: int, touch: bool = True) -> None:
         """This thread's arena, `nbytes` large, its pages touched unless not `touch` (a first run pays no
         page faults)."""
-        local.arena = np.empty(nbytes, np.uint8)
+        local.arena = _aligned(nbytes)
         if touch:
             local.arena.fill(0)
         bases[0] = data_pointer(local.arena)
@@ -226,7 +238,7 @@ class GraphEntry:
         local = self._local
         local.bases = (ctypes.c_void_p * self._n_bases)()
         local.address = ctypes.addressof(local.bases)
-        local.arena = np.empty(1 << 16, np.uint8)
+        local.arena = _aligned(1 << 16)
         local.bases[0] = data_pointer(local.arena)
         for k, a in enumerate(self._constants):
             if a is not None:
