@@ -31,7 +31,7 @@ from .examples import example_values
 from .live import live_values, output_reach
 from .memory import recomputable
 
-__all__ = ["CompileError", "Differentiated", "differentiate"]
+__all__ = ["CompileError", "Differentiated", "differentiate", "differentiate_telling", "flat_outputs"]
 
 
 @dataclass
@@ -52,12 +52,19 @@ def differentiate(graph: Graph, wrt: list[Value], example_inputs: list, recomput
     Recording needs the shapes and dtypes of values, not their data: it runs on zeros of the right
     shapes, computing nothing (tscript_runtime.meta), unless a value depends on the data (control
     flow, data-dependent shapes); then it runs on the examples' values."""
+    return differentiate_telling(graph, wrt, example_inputs, recompute)[0]
+
+
+def differentiate_telling(graph: Graph, wrt: list[Value], example_inputs: list,
+                          recompute: bool = True) -> tuple[Differentiated, bool]:
+    """`differentiate`'s result, and whether it was recorded without the examples' data (on their
+    shapes and dtypes alone: then it depends on nothing else of them)."""
     try:
-        return _differentiate(graph, wrt, example_inputs, recompute, dataless=True)
+        return _differentiate(graph, wrt, example_inputs, recompute, dataless=True), True
     except CompileError:
         raise
     except Exception:  # noqa: BLE001 - a value only the data can give: record on real values
-        return _differentiate(graph, wrt, example_inputs, recompute, dataless=False)
+        return _differentiate(graph, wrt, example_inputs, recompute, dataless=False), False
 
 
 def _differentiate(graph: Graph, wrt: list[Value], example_inputs: list, recompute: bool,
@@ -107,8 +114,9 @@ def _generalize_types(backward: Graph) -> None:
                 v.type = tensor_type(v.type.dtype, (None,) * len(v.type.shape))
 
 
-def flat_outputs(graph: Graph) -> list[Value]:
-    """The tensor outputs of `graph`, tuples and lists built in the graph expanded (depth first)."""
+def flat_outputs(graph: Graph, count: int | None = None) -> list[Value]:
+    """The tensor outputs of `graph` (its first `count` outputs, all when None), tuples and lists built
+    in the graph expanded (depth first)."""
     out = []
 
     def walk(v: Value) -> None:
@@ -120,6 +128,6 @@ def flat_outputs(graph: Graph) -> list[Value]:
             out.append(v)
         elif node is not None and node.kind == "prim::DictConstruct":
             raise unsupported(node, "a model returning a dict (return a tensor or a tuple of tensors)")
-    for v in graph.outputs:
+    for v in graph.outputs[:count]:
         walk(v)
     return out

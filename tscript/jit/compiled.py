@@ -16,12 +16,11 @@ from tscript_runtime.prims import CONV_GROUP
 from .._tensor import Tensor
 from ..autograd.graph import FREED_MESSAGE, Node, edge
 from ..autograd.grad_mode import is_grad_enabled as grad_enabled
-from ..codegen.plan import plan_native
 from ..frontend.modules import ParameterReader, _attr_tree, to_arrays, to_tensors
 from ..ir.graph import Graph
 from ..ir.graph_json import graph_to_json
 from ..ir.types import TensorType
-from .stages import executable, optimize_for_codegen
+from .stages import executable, optimized_and_planned
 
 if TYPE_CHECKING:
     from ..autodiff import Differentiated
@@ -131,8 +130,7 @@ class CompiledTrainingModel(CompiledModel):
     use), and a call that needs no gradient runs a forward that saves nothing."""
 
     def __init__(self, d: "Differentiated", module, lifted: list, float_inputs: list, dynamic):
-        forward = optimize_for_codegen(d.forward.copy())
-        plan = plan_native(forward)
+        forward, plan = optimized_and_planned(d.forward.copy())
         # the backward of a training step, planned now and compiled with the forward (one of them in a child)
         self._speculated = _speculate(d, (True,) * len(lifted) + (False,) * len(float_inputs), (forward, plan))
         super().__init__(forward, module, dynamic, plan=plan)
@@ -169,7 +167,8 @@ class CompiledTrainingModel(CompiledModel):
             g = self._differentiated.forward.copy()
             for _ in range(self.n_saved):
                 g.block.remove_return(len(g.outputs) - 1)
-            self._inference = CompiledModel(optimize_for_codegen(g), self.module, self.dynamic)
+            optimized, plan = optimized_and_planned(g)
+            self._inference = CompiledModel(optimized, self.module, self.dynamic, plan=plan)
         return self._inference(*args, *[p for _, p, _ in self.lifted])
 
     @property
@@ -192,7 +191,7 @@ class CompiledTrainingModel(CompiledModel):
             if self._speculated is not None and self._speculated[0] == mask:
                 _, g, plan = self._speculated
             else:
-                g, plan = _backward_graph(self._differentiated, mask), None
+                g, plan = _backward_graph(self._differentiated, mask)
             self._speculated = None
             read = [bool(v.uses) for v in g.inputs[:self.n_outputs]]
             self._variants[mask] = _BackwardVariant(g, executable(g, plan=plan), read)
@@ -216,13 +215,13 @@ class CompiledTrainingModel(CompiledModel):
             [p._data for _, p, _ in self.lifted]
 
 
-def _backward_graph(d: "Differentiated", mask: tuple) -> Graph:
-    """The optimized backward computing the gradients `mask` selects."""
+def _backward_graph(d: "Differentiated", mask: tuple) -> tuple[Graph, dict]:
+    """The optimized backward computing the gradients `mask` selects, and its native plan."""
     g = d.backward.copy()
     for i in reversed(range(len(mask))):
         if not mask[i]:
             g.block.remove_return(i)
-    return optimize_for_codegen(g)
+    return optimized_and_planned(g)
 
 
 def _speculate(d: "Differentiated", mask: tuple, forward: tuple) -> tuple:
@@ -230,8 +229,7 @@ def _speculate(d: "Differentiated", mask: tuple, forward: tuple) -> tuple:
     `forward` (graph, plan)'s are compiled at once, the smaller one in a child process
     (tscript_runtime.executable.compile_ahead): a training step's first backward then finds its code in
     the object cache."""
-    g = _backward_graph(d, mask)
-    plan = plan_native(g)
+    g, plan = _backward_graph(d, mask)
     compile_ahead([(graph_to_json(forward[0]), forward[1]), (graph_to_json(g), plan)])
     return mask, g, plan
 

@@ -22,9 +22,10 @@ from ..ir.passes.inline import inline_calls
 from ..ir.passes.pipeline import PIPELINE, run_stages
 from ..ir.passes.shape_propagation import mark_dynamic
 from ..ir.types import TensorType, tensor_type
+from . import stage_cache
 from .binding import binder_of
 from .compiled import CompiledModel, CompiledTrainingModel
-from .stages import optimize_for_codegen
+from .stages import optimized_and_planned
 from .tracing import trace
 
 
@@ -48,7 +49,8 @@ def compile(obj, example_inputs=None, backward: bool = False, dynamic: dict | No
         if dynamic and example_inputs is not None:  # scripted graphs: symbolic dims need the examples' shapes
             args = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
             _type_inputs(graph.inputs[1 if module is not None else 0:], args)
-        compiled = CompiledModel(optimize_for_codegen(graph, dynamic), module, dynamic)
+        optimized, plan = optimized_and_planned(graph, dynamic)
+        compiled = CompiledModel(optimized, module, dynamic, plan=plan)
     compiled.example_shapes = _shapes(example_inputs)
     compiled.binder = binder
     return compiled
@@ -64,9 +66,10 @@ def _shapes(example_inputs) -> list | None:
 
 def _compile_training(obj, module, example_inputs, dynamic) -> CompiledTrainingModel:
     """Forward and backward graphs (symbolic autodiff), each optimized, fused and compiled."""
-    from ..autodiff import differentiate
+    from ..autodiff import differentiate_telling
     graph, wrt, examples, lifted, float_inputs = training_graph(obj, module, example_inputs, dynamic)
-    return CompiledTrainingModel(differentiate(graph, wrt, examples), module, lifted, float_inputs, dynamic)
+    d = stage_cache.differentiated(graph, wrt, examples, lambda: differentiate_telling(graph, wrt, examples))
+    return CompiledTrainingModel(d, module, lifted, float_inputs, dynamic)
 
 
 def training_graph(obj, module, example_inputs, dynamic) -> tuple:

@@ -12,6 +12,7 @@ from ..ir.graph import Graph
 from ..ir.graph_json import graph_to_json
 from ..ir.passes.pipeline import run_pipeline
 from ..ir.passes.shape_propagation import mark_dynamic
+from . import stage_cache
 
 
 def optimize_for_codegen(graph: Graph, dynamic: dict | None = None) -> Graph:
@@ -20,6 +21,15 @@ def optimize_for_codegen(graph: Graph, dynamic: dict | None = None) -> Graph:
         mark_dynamic(graph, dynamic)
     run_pipeline(graph, level=2)
     return graph
+
+
+def optimized_and_planned(graph: Graph, dynamic: dict | None = None) -> tuple[Graph, dict]:
+    """`optimize_for_codegen`, then the native plan of the graph it gives (from the stage cache when
+    this graph was optimized before: stage_cache.py); `graph` itself may be changed."""
+    def compute(g: Graph) -> tuple[Graph, dict]:
+        g = optimize_for_codegen(g, dynamic)
+        return g, plan_native(g)
+    return stage_cache.optimized(graph, dynamic, compute)
 
 
 def executable(graph: Graph, reader=None, plan: dict | None = None) -> Executable:

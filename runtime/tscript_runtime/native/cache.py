@@ -20,11 +20,15 @@ MAGIC = b"tscript-object 1\n"
 
 def code_digest() -> str:
     """A hash of this runtime's code (every module of the package): part of every key, so that code
-    emitted by another version of the emitter is never taken for this one's. Remembered in the cache
-    directory under the files' identities (path, inode, size, modification and change times: any
-    write changes the change time), so a process reads the ~120 files only when one changed."""
-    if not _digest:
-        package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    emitted by another version of the emitter is never taken for this one's."""
+    return package_digest(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def package_digest(package: str) -> str:
+    """A hash of the code of the Python package in directory `package` (every module). Remembered in
+    the cache directory under the files' identities (path, inode, size, modification and change times:
+    any write changes the change time), so a process reads the package's files only when one changed."""
+    if package not in _digests:
         files = _sources(package)
         stamp = hashlib.sha256(repr([(name, _identity(path)) for name, path in files]).encode()).hexdigest()
         remembered = os.path.join(cache_dir(), f"code-{stamp}.sha256")
@@ -36,8 +40,8 @@ def code_digest() -> str:
         if len(digest) != 64 or not all(c in "0123456789abcdef" for c in digest):
             digest = _hash_sources(files)
             write_atomically(remembered, digest.encode())
-        _digest.append(digest)
-    return _digest[0]
+        _digests[package] = digest
+    return _digests[package]
 
 
 def _sources(package: str) -> list[tuple[str, str]]:
@@ -64,7 +68,7 @@ def _hash_sources(files: list) -> str:
     return h.hexdigest()
 
 
-_digest: list = []
+_digests: dict = {}  # package directory -> its code's digest
 
 
 def cache_key(*parts: str | bytes) -> str:

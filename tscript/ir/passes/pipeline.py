@@ -93,6 +93,12 @@ def observe_passes(observer):
 _observers: ContextVar[tuple] = ContextVar("tscript_pass_observers", default=())
 
 
+def watched() -> bool:
+    """Is someone watching pipeline runs (an observer, or TSCRIPT_LOG)? Then they must run, not be
+    skipped for a result kept from before (tscript/jit/stage_cache.py)."""
+    return bool(_observers.get()) or log_filter() is not None
+
+
 def run_stages(graph: Graph, stages: list[Stage], level: int = 2, log=None, stream=None) -> Graph:
     """Run every stage of `stages` enabled at `level` on `graph` (in place). `log`: a set of pass
     names to print the IR after (empty = all), default from TSCRIPT_LOG; `stream`: where (stderr)."""
