@@ -20,7 +20,7 @@ import os
 
 import numpy as np
 
-from tscript_runtime.native.cache import cache_key, package_digest, write_atomically
+from tscript_runtime.native.cache import cache_key, package_digest, read_checked, write_checked
 from tscript_runtime.user_cache import cache_dir
 
 from ..ir.graph import Graph
@@ -123,21 +123,13 @@ def _write(key: str, graphs: list, extra: dict) -> None:
     buffer = io.BytesIO()
     np.savez(buffer, **constants)
     header = json.dumps({"graphs": [graph_to_json(g) for g in graphs], "extra": extra}).encode()
-    payload = header + b"\n" + buffer.getvalue()
-    write_atomically(os.path.join(cache_dir(), "stages", key), MAGIC + hashlib.sha256(payload).hexdigest().encode() + payload)
+    write_checked(os.path.join(cache_dir(), "stages", key), MAGIC, header + b"\n" + buffer.getvalue())
 
 
 def _read(key: str | None):
     """(graphs, extra) of an intact entry for `key`, or None."""
-    if key is None:
-        return None
-    try:
-        with open(os.path.join(cache_dir(), "stages", key), "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    head, digest, payload = data[:len(MAGIC)], data[len(MAGIC):len(MAGIC) + 64], data[len(MAGIC) + 64:]
-    if head != MAGIC or digest != hashlib.sha256(payload).hexdigest().encode():
+    payload = None if key is None else read_checked(os.path.join(cache_dir(), "stages", key), MAGIC)
+    if payload is None:
         return None
     header, _, blob = payload.partition(b"\n")
     try:

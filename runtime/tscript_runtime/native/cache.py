@@ -101,13 +101,8 @@ def cached_object(key: str, emit) -> tuple[bytes, set[str]]:
 
 
 def _read(path: str):
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    head, digest, payload = data[:len(MAGIC)], data[len(MAGIC):len(MAGIC) + 64], data[len(MAGIC) + 64:]
-    if head != MAGIC or digest != hashlib.sha256(payload).hexdigest().encode():
+    payload = read_checked(path, MAGIC)
+    if payload is None:
         return None
     listing, _, obj = payload.partition(b"\n")
     try:
@@ -118,8 +113,26 @@ def _read(path: str):
 
 
 def _write(path: str, obj: bytes, imports: set[str]) -> None:
-    payload = json.dumps(sorted(imports)).encode() + b"\n" + obj
-    write_atomically(path, MAGIC + hashlib.sha256(payload).hexdigest().encode() + payload)
+    write_checked(path, MAGIC, json.dumps(sorted(imports)).encode() + b"\n" + obj)
+
+
+def read_checked(path: str, magic: bytes) -> bytes | None:
+    """The payload of the entry at `path` written by `write_checked` with `magic`, or None when there
+    is none or it does not check out (a torn write, a flipped bit, another kind of entry)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    head, digest, payload = data[:len(magic)], data[len(magic):len(magic) + 64], data[len(magic) + 64:]
+    if head != magic or digest != hashlib.sha256(payload).hexdigest().encode():
+        return None
+    return payload
+
+
+def write_checked(path: str, magic: bytes, payload: bytes) -> None:
+    """`payload` into `path` behind `magic` and its SHA-256, atomically (write_atomically)."""
+    write_atomically(path, magic + hashlib.sha256(payload).hexdigest().encode() + payload)
 
 
 def write_atomically(path: str, data: bytes) -> None:
