@@ -120,6 +120,8 @@ def _attributes(graph: Graph, module_value, view) -> list:
 
 def _write(key: str, graphs: list, extra: dict) -> None:
     constants = {f"{i}/{name}": a for i, g in enumerate(graphs) for name, a in g.constants.items()}
+    if sum(np.asarray(a).nbytes for a in constants.values()) > MAX_CONSTANT_BYTES:
+        return  # (constants folded into big ones: not kept either)
     buffer = io.BytesIO()
     np.savez(buffer, **constants)
     header = json.dumps({"graphs": [graph_to_json(g) for g in graphs], "extra": extra}).encode()
