@@ -6,15 +6,13 @@ It holds THE op library (`tscript_runtime.ops`) that eager tensors in `tscript` 
 """
 import warnings
 
-from . import heap
+from . import dtypes, heap, ops
+from .errors import InputError, ModelError
+from .model import Model, load
+from .native import eager as _eager
+from .threads import get_num_threads, set_num_threads
 
-heap.tune()  # before any array is allocated: arrays of a few MiB reused without page faults (heap.py)
-
-from . import dtypes, ops  # noqa: E402
-from .errors import InputError, ModelError  # noqa: E402
-from .model import Model, load  # noqa: E402
-from .native import eager as _eager  # noqa: E402
-from .threads import get_num_threads, set_num_threads  # noqa: E402
+heap.tune()  # arrays of a few MiB reused without page faults (heap.py)
 
 _eager.install()  # conv, pooling and im2col kernels call the kernel library (linked at their first call)
 

@@ -60,8 +60,6 @@ def _struct_pointer(a: np.ndarray) -> int:
 
 _from_address = ctypes.c_void_p.from_address
 _probe = np.empty(3)
-
-
 data_pointer = _struct_pointer if _struct_pointer(_probe) == _interface_pointer(_probe) else _interface_pointer
 del _probe
 
@@ -71,7 +69,7 @@ def _aligned(nbytes: int) -> np.ndarray:
     aligned to it from its start, so that a kernel's vector loads and stores do not straddle lines (malloc
     aligns to 16 bytes only)."""
     raw = np.empty(nbytes + ARENA_ALIGN, np.uint8)
-    skip = -_interface_pointer(raw) % ARENA_ALIGN
+    skip = -data_pointer(raw) % ARENA_ALIGN
     return raw[skip:skip + nbytes]
 
 

@@ -23,6 +23,7 @@ import numpy as np
 from tscript_runtime.native.cache import cache_key, package_digest, read_checked, write_checked
 from tscript_runtime.user_cache import cache_dir
 
+from ..frontend.modules import ModuleView
 from ..ir.graph import Graph
 from ..ir.graph_json import graph_from_json, graph_to_json
 from ..ir.passes.pipeline import watched
@@ -74,7 +75,7 @@ def _key(stage: str, graphs: list, extra: dict) -> str | None:
     attribute no document holds, or `extra` not JSON."""
     if watched() or any(hasattr(n, "callee") or n.kind == "prim::PythonOp" for g in graphs for n in g.all_nodes()):
         return None
-    if sum(np.asarray(a).nbytes for g in graphs for a in g.constants.values()) > MAX_CONSTANT_BYTES:
+    if _too_big(graphs):
         return None  # (a frozen or imported model's weights: not copied into the cache at every compile)
     try:
         text = json.dumps([[graph_to_json(g) for g in graphs], extra], sort_keys=True)
@@ -87,6 +88,11 @@ def _key(stage: str, graphs: list, extra: dict) -> str | None:
             h.update(f"{name}:{a.dtype.str}:{a.shape}".encode())
             h.update(a.tobytes())
     return cache_key("stage", stage, package_digest(_PACKAGE), h.hexdigest())
+
+
+def _too_big(graphs: list) -> bool:
+    """Do `graphs` hold more than MAX_CONSTANT_BYTES of tensor constants?"""
+    return sum(np.asarray(a).nbytes for g in graphs for a in g.constants.values()) > MAX_CONSTANT_BYTES
 
 
 def _describe(graph: Graph, examples: list) -> list:
@@ -105,13 +111,14 @@ def _describe(graph: Graph, examples: list) -> list:
 
 
 def _attributes(graph: Graph, module_value, view) -> list:
+    """[name, description] of each value the graph's prim::GetAttr chains read from the module `view`."""
     objects, read = {module_value: view}, []
     for node in graph.all_nodes():
         if node.kind == "prim::GetAttr" and node.inputs[0] in objects:
             value = objects[node.inputs[0]][node.attrs["name"]]
             objects[node.output] = value
             described = [list(value.shape), value.dtype.str] if isinstance(value, np.ndarray) else \
-                "module" if hasattr(value, "__getitem__") and not isinstance(value, (str, list, tuple, dict)) else repr(value)
+                "module" if isinstance(value, ModuleView) else repr(value)
             read.append([node.output.name, described])
     return read
 
@@ -119,9 +126,9 @@ def _attributes(graph: Graph, module_value, view) -> list:
 # -- entries ---------------------------------------------------------------------------------------
 
 def _write(key: str, graphs: list, extra: dict) -> None:
-    constants = {f"{i}/{name}": a for i, g in enumerate(graphs) for name, a in g.constants.items()}
-    if sum(np.asarray(a).nbytes for a in constants.values()) > MAX_CONSTANT_BYTES:
+    if _too_big(graphs):
         return  # (constants folded into big ones: not kept either)
+    constants = {f"{i}/{name}": a for i, g in enumerate(graphs) for name, a in g.constants.items()}
     buffer = io.BytesIO()
     np.savez(buffer, **constants)
     header = json.dumps({"graphs": [graph_to_json(g) for g in graphs], "extra": extra}).encode()
